@@ -1,0 +1,50 @@
+/*
+ * api.h - the core as src/pg sees it. Every function here is noexcept and
+ * reports failure through wi::Status (a SQLSTATE and a message), so no C++
+ * exception ever reaches PostgreSQL. Arguments and results are plain views,
+ * scalars and caller-owned buffers: nothing with a destructor.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/crypto.h"
+#include "core/scheme.h"
+#include "core/status.h"
+
+namespace wi::api {
+
+/* Runs scheme->verify on req; false (with *st) only on internal failure. */
+bool Verify(const Scheme *scheme, const VerifyRequest &req, Verdict *out,
+            Status *st) noexcept;
+
+/* HMAC of data with key under the named algorithm; out holds kMaxDigestSize.
+ * Unknown algorithm: 22023. */
+bool ComputeHmac(std::string_view algorithm, std::string_view data,
+                 std::string_view key, unsigned char *out, size_t *out_len,
+                 Status *st) noexcept;
+
+/* SHA-256 of data into out[kSha256Size]. */
+bool ComputeSha256(std::string_view data, unsigned char *out,
+                   Status *st) noexcept;
+
+/* Lower-case hex of SHA-256(data) into out[2 * kSha256Size + 1]. */
+bool ComputeSha256Hex(std::string_view data, char *out, Status *st) noexcept;
+
+/* The advisory-lock key of (source, event_id). */
+bool ComputeLockKey(std::string_view source, std::string_view event_id,
+                    uint64_t *out, Status *st) noexcept;
+
+/* Checks a secret for a scheme: empty secrets and, per scheme, secrets the
+ * scheme cannot use are refused with 22023. */
+bool CheckSecret(const Scheme *scheme, std::string_view secret,
+                 Status *st) noexcept;
+
+/* Validates the generic scheme's option values into *out (22023 if bad). */
+bool ParseHmacOptions(std::string_view header, std::string_view algorithm,
+                      std::string_view encoding, std::string_view prefix,
+                      HmacOptions *out, Status *st) noexcept;
+
+}  // namespace wi::api

@@ -1,0 +1,91 @@
+/*
+ * stripe.cpp - Stripe: HMAC-SHA256 (hex) over "<t>.<body>", keyed with the
+ * whole "whsec_..." secret; any v1 signature may match; the timestamp's age
+ * (never its being in the future) is checked against the tolerance, after
+ * the signature, as stripe-node and stripe-python do.
+ */
+#include "core/schemes/stripe.h"
+
+#include <charconv>
+
+#include "core/crypto.h"
+#include "core/scheme.h"
+#include "core/cpp_only.h"
+
+namespace wi {
+
+StripeHeader ParseStripeHeader(std::string_view header) {
+  StripeHeader parsed;
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t comma = header.find(',', pos);
+    if (comma == std::string_view::npos) comma = header.size();
+    std::string_view item = header.substr(pos, comma - pos);
+    size_t eq = item.find('=');
+    if (eq != std::string_view::npos) {
+      std::string_view key = item.substr(0, eq);
+      std::string_view value = item.substr(eq + 1);
+      /* stripe-node splits each item on '=' and keeps the second piece. */
+      size_t next_eq = value.find('=');
+      if (next_eq != std::string_view::npos) value = value.substr(0, next_eq);
+      if (key == "t") {
+        int64_t t;
+        if (ParseInt64(value, &t)) {
+          parsed.has_timestamp = true;
+          parsed.timestamp = t;
+        } else {
+          parsed.has_timestamp = false; /* the last t= decides, as in stripe-node */
+        }
+      } else if (key == "v1") {
+        parsed.v1.push_back(value);
+      }
+    }
+    pos = comma + 1;
+  }
+  return parsed;
+}
+
+namespace {
+
+Verdict VerifyStripe(const VerifyRequest &req) {
+  std::optional<std::string_view> header = FindHeader(req, "Stripe-Signature");
+  if (!header) return Verdict::kMissingSignature;
+  StripeHeader parsed = ParseStripeHeader(*header);
+  if (!parsed.has_timestamp || parsed.v1.empty())
+    return Verdict::kMalformedSignature;
+
+  char tbuf[24];
+  auto [end, ec] = std::to_chars(tbuf, tbuf + sizeof(tbuf), parsed.timestamp);
+  std::string_view t(tbuf, static_cast<size_t>(end - tbuf));
+
+  bool found = false;
+  unsigned char mac[kMaxDigestSize];
+  for (size_t i = 0; i < req.n_secrets && !found; ++i) {
+    size_t n = Hmac(Algorithm::kSha256, req.secrets[i], {t, ".", req.body}, mac);
+    std::string expected =
+        HexEncode(std::string_view(reinterpret_cast<const char *>(mac), n));
+    for (std::string_view sig : parsed.v1)
+      if (ConstantTimeEqual(expected, sig)) found = true;
+  }
+  if (!found) return Verdict::kSignatureMismatch;
+
+  /* Age only, in whole seconds; a tolerance of zero disables the check. */
+  int64_t tolerance = req.tolerance_usec / 1000000;
+  int64_t now = req.now_usec >= 0 ? req.now_usec / 1000000
+                                  : -((-req.now_usec + 999999) / 1000000);
+  if (tolerance > 0 && now - parsed.timestamp > tolerance)
+    return Verdict::kTimestampOutsideTolerance;
+  return Verdict::kValid;
+}
+
+}  // namespace
+
+extern const Scheme kStripeScheme = {
+    "stripe",
+    true,
+    {"$.id", nullptr},
+    VerifyStripe,
+    nullptr,
+};
+
+}  // namespace wi

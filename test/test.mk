@@ -1,0 +1,62 @@
+# test.mk - the project's own entry points around PGXS: set-up, unit tests,
+# PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
+
+.PHONY: setup demo test unit check-pg tap fuzz fuzz-build bench
+
+BUILD_DIR = build
+CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
+FUZZ_SECONDS ?= 15
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	$(MAKE) all
+	$(MAKE) install
+	bash demo/run.sh
+
+test: setup
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) unit
+	$(MAKE) check-pg
+	$(MAKE) tap
+	$(MAKE) fuzz
+	@echo "make test: all suites passed"
+
+# GoogleTest for the pure C++ core (no server involved).
+$(BUILD_DIR)/unit_tests: $(CORE_SRCS) $(wildcard src/core/*.h src/core/schemes/*.h) $(wildcard test/unit/*.cpp test/unit/*.h)
+	@mkdir -p $(BUILD_DIR)
+	$(CXX) $(CORE_TEST_FLAGS) -o $@ $(CORE_SRCS) $(wildcard test/unit/*.cpp) \
+		-lgtest -lgtest_main -pthread -lssl -lcrypto
+
+unit: $(BUILD_DIR)/unit_tests
+	$(BUILD_DIR)/unit_tests --gtest_brief=1
+
+# pg_regress and pg_isolation_regress against a throwaway cluster.
+check-pg:
+	pg_virtualenv -v 15 -o shared_preload_libraries= $(MAKE) installcheck
+
+# TAP tests (crashes, restarts) run as the postgres user.
+tap:
+	bash test/run_tap.sh
+
+# libFuzzer targets (ASan + UBSan) over every parser of untrusted input.
+FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.cpp))
+FUZZ_BINS = $(patsubst test/fuzz/%.cpp,$(BUILD_DIR)/fuzz/%,$(FUZZ_SRCS))
+
+$(BUILD_DIR)/fuzz/%: test/fuzz/%.cpp $(CORE_SRCS)
+	@mkdir -p $(BUILD_DIR)/fuzz
+	clang++ $(CORE_TEST_FLAGS) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $< $(CORE_SRCS) -lssl -lcrypto
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	bash test/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+bench:
+	bash scripts/setup.sh bench
+	$(MAKE) all
+	$(MAKE) install
+	bash bench/run.sh $(if $(QUICK),--quick,)
