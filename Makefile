@@ -37,12 +37,12 @@ EXTRA_CLEAN = $(EXTENSION)--$(EXTVERSION).sql build results regression.diffs \
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifneq ($(wildcard $(PGXS)),)
+# No JIT bitcode: PGXS would compile the C++ with clang and C flags only.
+override with_llvm = no
 include $(PGXS)
 
 # PostgreSQL's headers are system headers to us: their warnings are not ours.
 override CPPFLAGS := $(patsubst -I$(includedir_server),-isystem $(includedir_server),$(CPPFLAGS))
-# No JIT bitcode: PGXS would compile the C++ with clang and C flags only.
-override with_llvm = no
 
 $(EXTENSION)--$(EXTVERSION).sql: $(INSTALL_PARTS)
 	cat $^ > $@

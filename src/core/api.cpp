@@ -83,7 +83,7 @@ bool ParseHmacOptions(std::string_view header, std::string_view algorithm,
     else
       throw Error(kInvalidParameterValue,
                   "option \"encoding\" must be hex or base64");
-    out->header = header;
+    out->header = TrimSpaces(header); /* validated trimmed: store it so */
     out->algorithm = alg;
     out->encoding = enc;
     out->prefix = prefix;

@@ -62,7 +62,10 @@ bool ParseInt64(std::string_view s, int64_t *out) noexcept {
   if (s.empty()) return false;
   const char *first = s.data();
   const char *last = s.data() + s.size();
-  if (*first == '+') ++first; /* from_chars takes '-' but not '+' */
+  if (*first == '+') {
+    ++first; /* from_chars takes '-' but not '+' */
+    if (first != last && *first == '-') return false; /* "+-1" */
+  }
   if (first == last) return false;
   auto [ptr, ec] = std::from_chars(first, last, *out);
   return ec == std::errc() && ptr == last;

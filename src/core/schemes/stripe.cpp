@@ -69,11 +69,11 @@ Verdict VerifyStripe(const VerifyRequest &req) {
   }
   if (!found) return Verdict::kSignatureMismatch;
 
-  /* Age only, in whole seconds; a tolerance of zero disables the check. */
+  /* Age only, in whole seconds; a tolerance of zero disables the check.
+   * Floor division and "t < now - tolerance" cannot overflow int64. */
   int64_t tolerance = req.tolerance_usec / 1000000;
-  int64_t now = req.now_usec >= 0 ? req.now_usec / 1000000
-                                  : -((-req.now_usec + 999999) / 1000000);
-  if (tolerance > 0 && now - parsed.timestamp > tolerance)
+  int64_t now = req.now_usec / 1000000 - (req.now_usec % 1000000 < 0 ? 1 : 0);
+  if (tolerance > 0 && parsed.timestamp < now - tolerance)
     return Verdict::kTimestampOutsideTolerance;
   return Verdict::kValid;
 }

@@ -1,0 +1,164 @@
+/*
+ * handler.cpp - running a source's handler exactly where the contract says:
+ * in a subtransaction of the delivery, as the role that registered the
+ * source, under that role's search_path, with current_event() answering.
+ */
+#include "pg/webhook_idem.h"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(webhook_idem_current_event);
+}
+
+/* The event whose handler is running (innermost), or NULL. */
+static const WiCurrentEvent *current_event = NULL;
+
+/* A failed result carrying message. */
+static WiHandlerResult
+Failure(char *message)
+{
+	WiHandlerResult r = {false, NULL, message};
+
+	return r;
+}
+
+WiHandlerResult
+RunHandler(WiSource *src, const WiCurrentEvent *event)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	const WiCurrentEvent *outer_event = current_event;
+	volatile bool ok = true;
+	Jsonb	   *volatile value_out = NULL;
+	char	   *volatile error = NULL;
+	WiHandlerResult result = {true, NULL, NULL};
+	StringInfoData path;
+
+	if (src->handler_name == NULL)
+		return result;			/* no handler: recording the event is the effect */
+	if (!OidIsValid(src->handler))
+		return Failure(psprintf("handler %s does not exist", src->handler_name));
+	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(src->owner)))
+		return Failure(psprintf("the role that registered source \"%s\" no longer exists", src->name));
+	if (pg_proc_aclcheck(src->handler, src->owner, ACL_EXECUTE) != ACLCHECK_OK)
+		return Failure(psprintf("permission denied for function %s", src->handler_name));
+	if (!src->handler_fn_ready)
+	{
+		fmgr_info_cxt(src->handler, &src->handler_fn, GetMemoryChunkContext(src));
+		src->handler_fn_ready = true;
+	}
+
+	initStringInfo(&path);
+	if (src->search_path[0] != '\0')
+		appendStringInfo(&path, "%s, ", src->search_path);
+	appendStringInfoString(&path, "pg_temp");	/* temp objects never shadow */
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		Oid			save_userid;
+		int			save_sec_context;
+		int			save_nestlevel;
+		LOCAL_FCINFO(fcinfo, 1);
+		Datum		value;
+
+		GetUserIdAndSecContext(&save_userid, &save_sec_context);
+		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		save_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("search_path", path.data, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		current_event = event;
+
+		InitFunctionCallInfoData(*fcinfo, &src->handler_fn, 1, InvalidOid, NULL, NULL);
+		fcinfo->args[0].value = JsonbPGetDatum(event->payload);
+		fcinfo->args[0].isnull = false;
+		value = FunctionCallInvoke(fcinfo);
+		if (!fcinfo->isnull && get_func_rettype(src->handler) == JSONBOID)
+		{
+			MemoryContextSwitchTo(cxt);
+			value_out = DatumGetJsonbPCopy(value);
+		}
+
+		current_event = outer_event;
+		AtEOXact_GUC(true, save_nestlevel);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		current_event = outer_event;
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* Undoes the handler's effects, its role and its settings. */
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* Like PL/pgSQL's WHEN OTHERS, a cancel is not the handler's failure. */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		ok = false;
+		error = psprintf("%s (SQLSTATE %s)", edata->message,
+								unpack_sql_state(edata->sqlerrcode));
+	}
+	PG_END_TRY();
+	result.ok = ok;
+	result.result = value_out;
+	result.error = error;
+	return result;
+}
+
+/* Sets column name of a events row (if it has one) to value. */
+static void
+SetColumn(TupleDesc desc, Datum *values, bool *nulls, const char *name, Datum value, bool isnull)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+		{
+			values[i] = value;
+			nulls[i] = isnull;
+			return;
+		}
+	}
+}
+
+/* webhook_idem.current_event() RETURNS webhook_idem.events */
+extern "C" Datum
+webhook_idem_current_event(PG_FUNCTION_ARGS)
+{
+	const WiCurrentEvent *ev = current_event;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+
+	if (ev == NULL)
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "current_event() must return a composite type");
+	desc = BlessTupleDesc(desc);
+	values = (Datum *) palloc0(sizeof(Datum) * desc->natts);
+	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+	memset(nulls, true, sizeof(bool) * desc->natts);
+
+	SetColumn(desc, values, nulls, "id", Int64GetDatum(ev->id), false);
+	SetColumn(desc, values, nulls, "source", CStringGetTextDatum(ev->source), false);
+	SetColumn(desc, values, nulls, "event_id", CStringGetTextDatum(ev->event_id), false);
+	SetColumn(desc, values, nulls, "status", CStringGetTextDatum("processing"), false);
+	SetColumn(desc, values, nulls, "payload", JsonbPGetDatum(ev->payload), ev->payload == NULL);
+	SetColumn(desc, values, nulls, "body_sha256", PointerGetDatum(ev->body_sha256), false);
+	SetColumn(desc, values, nulls, "deliveries", Int32GetDatum(ev->deliveries), false);
+	SetColumn(desc, values, nulls, "attempts", Int32GetDatum(ev->attempts), false);
+	SetColumn(desc, values, nulls, "attempts_base", Int32GetDatum(ev->attempts_base), false);
+	SetColumn(desc, values, nulls, "received_at", TimestampTzGetDatum(ev->received_at), false);
+	SetColumn(desc, values, nulls, "last_error",
+			  ev->last_error ? CStringGetTextDatum(ev->last_error) : (Datum) 0,
+			  ev->last_error == NULL);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

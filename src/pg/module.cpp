@@ -1,0 +1,48 @@
+/*
+ * module.cpp - the module's magic block, its settings and small helpers
+ * shared by the entry points.
+ */
+#include "pg/webhook_idem.h"
+
+extern "C" {
+PG_MODULE_MAGIC;
+void		_PG_init(void);
+}
+
+int			wi_max_body_bytes = 1024 * 1024;
+int			wi_max_event_id_bytes = 512;
+
+/* Defines the webhook_idem.* settings and reserves the prefix. */
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("webhook_idem.max_body_bytes",
+							"Largest request body apply_event accepts; larger ones are answered too_large (413).",
+							NULL,
+							&wi_max_body_bytes,
+							1024 * 1024,
+							1,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("webhook_idem.max_event_id_bytes",
+							"Longest event id apply_event accepts; longer ones are answered invalid_payload (400).",
+							NULL,
+							&wi_max_event_id_bytes,
+							512,
+							1,
+							2000,
+							PGC_USERSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("webhook_idem");
+}
+
+int64
+TimestampToUnixMicros(TimestampTz ts)
+{
+	return ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}

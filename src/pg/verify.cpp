@@ -1,0 +1,246 @@
+/*
+ * verify.cpp - signature verification as SQL sees it: verify_signature(),
+ * the checks register_source runs on a scheme's configuration, and the
+ * shared step that hands a delivery to the core.
+ */
+#include "pg/boundary.h"
+#include "pg/verify.h"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(webhook_idem_verify_signature);
+PG_FUNCTION_INFO_V1(webhook_idem_check_source_config);
+}
+
+/* A text datum as a view (valid while the datum is). */
+static std::string_view
+TextView(text *t)
+{
+	return std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+const wi::Scheme *
+SchemeByName(const char *name)
+{
+	const wi::Scheme *scheme = wi::FindScheme(name);
+
+	if (scheme == NULL)
+	{
+		size_t		n;
+		const wi::Scheme *const *all = wi::AllSchemes(&n);
+		StringInfoData names;
+
+		initStringInfo(&names);
+		for (size_t i = 0; i < n; i++)
+			appendStringInfo(&names, "%s%s", i ? ", " : "", all[i]->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown signature scheme \"%s\"", name),
+				 errhint("Known schemes: %s.", names.data)));
+	}
+	return scheme;
+}
+
+int
+CollectSecrets(const wi::Scheme *scheme, ArrayType *secrets, std::string_view **out,
+			   MemoryContext cxt)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n = 0;
+
+	*out = NULL;
+	if (secrets != NULL)
+		deconstruct_array(secrets, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (!scheme->needs_secrets)
+		return 0;
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("scheme \"%s\" needs at least one secret", scheme->name)));
+
+	*out = (std::string_view *) MemoryContextAllocZero(cxt, sizeof(std::string_view) * n);
+	for (int i = 0; i < n; i++)
+	{
+		text	   *t;
+		char	   *copy;
+		size_t		len;
+		wi::Status	st;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("secrets must not contain NULL")));
+		t = DatumGetTextPP(elems[i]);
+		len = VARSIZE_ANY_EXHDR(t);
+		CheckCore(wi::api::CheckSecret(scheme, TextView(t), &st), st);
+		copy = (char *) MemoryContextAlloc(cxt, len + 1);
+		memcpy(copy, VARDATA_ANY(t), len);
+		copy[len] = '\0';
+		(*out)[i] = std::string_view(copy, len);
+	}
+	return n;
+}
+
+/* The string value of key in a jsonb object, or dflt; raises if the value
+ * is there but not a string. */
+static char *
+OptionString(Jsonb *options, const char *key, const char *dflt, MemoryContext cxt)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = (int) strlen(key);
+	v = findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return MemoryContextStrdup(cxt, dflt);
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a string", key)));
+	return MemoryContextStrdup(cxt, pnstrdup(v->val.string.val, v->val.string.len));
+}
+
+void
+ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *out,
+				   MemoryContext cxt)
+{
+	static const char *const known[] = {"header", "algorithm", "encoding", "prefix"};
+	bool		generic = strcmp(scheme->name, "hmac") == 0 || strcmp(scheme->name, "none") == 0;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *header,
+			   *algorithm,
+			   *encoding,
+			   *prefix;
+	wi::Status	st;
+
+	*out = wi::HmacOptions();
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a JSON object")));
+
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		bool		ok = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		for (const char *k : known)
+			if (generic && (size_t) v.val.string.len == strlen(k) &&
+				memcmp(v.val.string.val, k, v.val.string.len) == 0)
+				ok = true;
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("scheme \"%s\" has no option \"%.*s\"", scheme->name,
+							v.val.string.len, v.val.string.val),
+					 generic ? errhint("Options of the generic scheme: header, algorithm, encoding, prefix.") : 0));
+	}
+
+	header = OptionString(options, "header", "X-Webhook-Signature", cxt);
+	algorithm = OptionString(options, "algorithm", "sha256", cxt);
+	encoding = OptionString(options, "encoding", "hex", cxt);
+	prefix = OptionString(options, "prefix", "", cxt);
+	CheckCore(wi::api::ParseHmacOptions(header, algorithm, encoding, prefix, out, &st), st);
+}
+
+wi::Verdict
+VerifyDelivery(const wi::Scheme *scheme, const std::string_view *secrets, int n_secrets,
+			   const wi::HmacOptions *options, const char *body, size_t body_len,
+			   const WiHeaders *headers, text *url, int64 now_usec, int64 tolerance_usec)
+{
+	wi::VerifyRequest req;
+	wi::Verdict verdict = wi::Verdict::kMalformedSignature;
+	wi::Status	st;
+
+	req.body = std::string_view(body, body_len);
+	req.headers = headers->items;
+	req.n_headers = headers->n;
+	if (url != NULL)
+		req.url = TextView(url);
+	req.now_usec = now_usec;
+	req.tolerance_usec = tolerance_usec;
+	req.secrets = secrets;
+	req.n_secrets = (size_t) n_secrets;
+	if (options != NULL)
+		req.hmac = *options;
+	CheckCore(wi::api::Verify(scheme, req, &verdict, &st), st);
+	return verdict;
+}
+
+int64
+IntervalToMicros(const Interval *iv)
+{
+	/* Months and days at their nominal length, as interval comparison does. */
+	return iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/*
+ * webhook_idem.verify_signature(scheme, secrets, body, headers, url, at,
+ * tolerance, options) RETURNS text
+ */
+extern "C" Datum
+webhook_idem_verify_signature(PG_FUNCTION_ARGS)
+{
+	const wi::Scheme *scheme;
+	std::string_view *secrets;
+	int			n_secrets;
+	wi::HmacOptions options;
+	bytea	   *body;
+	WiHeaders	headers;
+	wi::Verdict verdict;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("scheme must not be NULL")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("body must not be NULL")));
+	if (PG_ARGISNULL(5) || PG_ARGISNULL(6))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("at and tolerance must not be NULL")));
+
+	scheme = SchemeByName(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	n_secrets = CollectSecrets(scheme, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1),
+							   &secrets, CurrentMemoryContext);
+	ParseSchemeOptions(scheme, PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7), &options,
+					   CurrentMemoryContext);
+	body = PG_GETARG_BYTEA_PP(2);
+	headers = CollectHeaders(PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3));
+
+	verdict = VerifyDelivery(scheme, secrets, n_secrets, &options,
+							 VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), &headers,
+							 PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4),
+							 TimestampToUnixMicros(PG_GETARG_TIMESTAMPTZ(5)),
+							 IntervalToMicros(PG_GETARG_INTERVAL_P(6)));
+	PG_RETURN_TEXT_P(cstring_to_text(wi::VerdictName(verdict)));
+}
+
+/*
+ * webhook_idem._check_source_config(scheme, secrets, options, event_id_from):
+ * raises if register_source was given something that cannot work.
+ */
+extern "C" Datum
+webhook_idem_check_source_config(PG_FUNCTION_ARGS)
+{
+	const wi::Scheme *scheme;
+	std::string_view *secrets;
+	wi::HmacOptions options;
+	WiEventIdRule rule;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("scheme must not be NULL")));
+	scheme = SchemeByName(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	(void) CollectSecrets(scheme, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1), &secrets,
+						  CurrentMemoryContext);
+	ParseSchemeOptions(scheme, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &options,
+					   CurrentMemoryContext);
+	if (!PG_ARGISNULL(3))
+		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, CurrentMemoryContext);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,184 @@
+-- webhook_idem install script, part 1: sources and their secrets.
+
+CREATE TABLE webhook_idem.sources (
+  source              text PRIMARY KEY
+                      CHECK (source <> '' AND pg_catalog.octet_length(source) <= 128),
+  scheme              text NOT NULL,
+  handler             text,          -- schema-qualified signature, e.g. billing.on_stripe(jsonb)
+  mode                text NOT NULL DEFAULT 'sync' CHECK (mode IN ('sync', 'async')),
+  tolerance           interval NOT NULL DEFAULT '5 minutes' CHECK (tolerance >= interval '0'),
+  on_concurrent       text NOT NULL DEFAULT 'wait' CHECK (on_concurrent IN ('wait', 'conflict')),
+  max_attempts        integer NOT NULL DEFAULT 10 CHECK (max_attempts >= 1),
+  backoff             interval NOT NULL DEFAULT '5 seconds' CHECK (backoff > interval '0'),
+  retention           interval NOT NULL DEFAULT '30 days' CHECK (retention >= interval '0'),
+  event_id_from       text,
+  options             jsonb NOT NULL DEFAULT '{}',
+  handler_owner       regrole NOT NULL DEFAULT current_user::regrole,
+  handler_search_path text NOT NULL DEFAULT '',
+  created_at          timestamptz NOT NULL DEFAULT now(),
+  updated_at          timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE webhook_idem.sources IS 'Registered webhook senders; change them with register_source and drop_source';
+COMMENT ON COLUMN webhook_idem.sources.handler_owner IS 'The role that registered the source: the handler runs with its privileges';
+COMMENT ON COLUMN webhook_idem.sources.handler_search_path IS 'search_path the handler runs under (the registering session''s, unless given)';
+
+-- Secrets live apart so that no role that reads source settings reads them.
+CREATE TABLE webhook_idem.source_secrets (
+  source  text PRIMARY KEY REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE,
+  secrets text[] NOT NULL
+);
+COMMENT ON TABLE webhook_idem.source_secrets IS 'Signing secrets of each source; readable by no role but the extension owner';
+
+-- The handler runs as the role that last wrote the source row: a role that
+-- is not a superuser cannot name another owner. (A superuser's explicit
+-- value stands, so that pg_restore keeps the owners it dumped.)
+CREATE FUNCTION webhook_idem._stamp_source_owner() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    NEW.handler_owner := current_user::regrole;
+  END IF;
+  NEW.updated_at := now();
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER stamp_owner BEFORE INSERT OR UPDATE ON webhook_idem.sources
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._stamp_source_owner();
+
+-- Backends cache sources: any change to either table invalidates the caches.
+CREATE FUNCTION webhook_idem._sources_changed() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_sources_changed';
+CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_idem.sources
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
+CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_idem.source_secrets
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
+
+-- Refuses a scheme, secrets, options or event_id_from that cannot work.
+CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb, event_id_from text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_source_config';
+
+CREATE FUNCTION webhook_idem.register_source(
+  source              text,
+  scheme              text,
+  secrets             text[] DEFAULT NULL,
+  handler             regprocedure DEFAULT NULL,
+  mode                text DEFAULT 'sync',
+  tolerance           interval DEFAULT '5 minutes',
+  on_concurrent       text DEFAULT 'wait',
+  max_attempts        integer DEFAULT 10,
+  backoff             interval DEFAULT '5 seconds',
+  retention           interval DEFAULT '30 days',
+  event_id_from       text DEFAULT NULL,
+  options             jsonb DEFAULT '{}',
+  handler_search_path text DEFAULT pg_catalog.current_setting('search_path'))
+RETURNS webhook_idem.sources
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  p pg_catalog.pg_proc%ROWTYPE;
+  handler_name text;
+  row webhook_idem.sources;
+BEGIN
+  IF register_source.source IS NULL OR register_source.scheme IS NULL THEN
+    RAISE EXCEPTION 'source and scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF register_source.mode IS NULL OR register_source.mode NOT IN ('sync', 'async') THEN
+    RAISE EXCEPTION 'mode must be ''sync'' or ''async'', not %', coalesce(quote_literal(register_source.mode), 'NULL')
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF register_source.on_concurrent IS NULL OR register_source.on_concurrent NOT IN ('wait', 'conflict') THEN
+    RAISE EXCEPTION 'on_concurrent must be ''wait'' or ''conflict'', not %', coalesce(quote_literal(register_source.on_concurrent), 'NULL')
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF register_source.max_attempts IS NULL OR register_source.max_attempts < 1 THEN
+    RAISE EXCEPTION 'max_attempts must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF register_source.tolerance IS NULL OR register_source.tolerance < interval '0' THEN
+    RAISE EXCEPTION 'tolerance must be zero or positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF register_source.backoff IS NULL OR register_source.backoff <= interval '0' THEN
+    RAISE EXCEPTION 'backoff must be positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF register_source.retention IS NULL OR register_source.retention < interval '0' THEN
+    RAISE EXCEPTION 'retention must be zero or positive' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+
+  PERFORM webhook_idem._check_source_config(register_source.scheme, register_source.secrets,
+                                            coalesce(register_source.options, '{}'),
+                                            register_source.event_id_from);
+
+  IF register_source.handler IS NOT NULL THEN
+    SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = register_source.handler;
+    IF p.prokind <> 'f' THEN
+      RAISE EXCEPTION 'handler % is not a plain function', register_source.handler
+        USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF p.pronargs <> 1 OR p.proargtypes[0] <> 'jsonb'::regtype
+       OR p.proretset OR p.prorettype NOT IN ('jsonb'::regtype, 'void'::regtype) THEN
+      RAISE EXCEPTION 'handler % must be f(payload jsonb) RETURNS jsonb or void', register_source.handler
+        USING ERRCODE = 'datatype_mismatch';
+    END IF;
+    IF NOT has_function_privilege(register_source.handler, 'EXECUTE') THEN
+      RAISE EXCEPTION 'permission denied for function %', register_source.handler
+        USING ERRCODE = 'insufficient_privilege',
+              HINT = 'The handler runs with the privileges of the role that registers the source.';
+    END IF;
+    -- With search_path pinned to pg_catalog, the text form is schema-qualified.
+    handler_name := register_source.handler::text;
+  END IF;
+
+  INSERT INTO webhook_idem.sources AS s
+         (source, scheme, handler, mode, tolerance, on_concurrent, max_attempts, backoff,
+          retention, event_id_from, options, handler_search_path)
+  VALUES (register_source.source, register_source.scheme, handler_name, register_source.mode,
+          register_source.tolerance, register_source.on_concurrent, register_source.max_attempts,
+          register_source.backoff, register_source.retention, register_source.event_id_from,
+          coalesce(register_source.options, '{}'), coalesce(register_source.handler_search_path, ''))
+  ON CONFLICT ON CONSTRAINT sources_pkey DO UPDATE
+     SET scheme = EXCLUDED.scheme, handler = EXCLUDED.handler, mode = EXCLUDED.mode,
+         tolerance = EXCLUDED.tolerance, on_concurrent = EXCLUDED.on_concurrent,
+         max_attempts = EXCLUDED.max_attempts, backoff = EXCLUDED.backoff,
+         retention = EXCLUDED.retention, event_id_from = EXCLUDED.event_id_from,
+         options = EXCLUDED.options, handler_search_path = EXCLUDED.handler_search_path,
+         handler_owner = EXCLUDED.handler_owner
+  RETURNING * INTO row;
+
+  -- The source row is locked now: no concurrent registration races this.
+  UPDATE webhook_idem.source_secrets AS ss SET secrets = coalesce(register_source.secrets, '{}')
+   WHERE ss.source = register_source.source;
+  IF NOT FOUND THEN
+    INSERT INTO webhook_idem.source_secrets (source, secrets)
+    VALUES (register_source.source, coalesce(register_source.secrets, '{}'));
+  END IF;
+  RETURN row;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text)
+  IS 'Creates or replaces a webhook source; the handler will run with the caller''s privileges';
+
+CREATE FUNCTION webhook_idem.drop_source(source text, force boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  unfinished bigint;
+BEGIN
+  IF drop_source.source IS NULL THEN
+    RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  PERFORM FROM webhook_idem.sources s WHERE s.source = drop_source.source FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  SELECT count(*) INTO unfinished FROM webhook_idem.events e
+   WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
+  IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
+    RAISE EXCEPTION 'source "%" has % unfinished event(s)', drop_source.source, unfinished
+      USING ERRCODE = 'object_in_use',
+            HINT = 'Apply, replay or purge them first, or call drop_source(source, force => true).';
+  END IF;
+  DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
+  DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem.drop_source(text, boolean)
+  IS 'Removes a source and its events; refuses while events are unfinished unless force';

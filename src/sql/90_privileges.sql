@@ -1,0 +1,35 @@
+-- webhook_idem install script, last part: privileges and pg_dump.
+
+REVOKE ALL ON ALL TABLES IN SCHEMA webhook_idem FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA webhook_idem FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA webhook_idem
+  TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
+
+-- Pure functions anyone with schema access may use.
+GRANT EXECUTE ON FUNCTION webhook_idem.hmac(bytea, bytea, text),
+                          webhook_idem.timing_safe_equal(bytea, bytea),
+                          webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb),
+                          webhook_idem.current_event()
+  TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
+
+-- The HTTP layer: one function, no table.
+GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text)
+  TO webhook_idem_receiver, webhook_idem_admin;
+
+-- Administrators manage sources (secrets: write, never read) and read events.
+GRANT EXECUTE ON FUNCTION
+    webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text),
+    webhook_idem.drop_source(text, boolean),
+    webhook_idem._check_source_config(text, text[], jsonb, text)
+  TO webhook_idem_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_admin;
+GRANT SELECT (source), INSERT, UPDATE (secrets), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
+GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
+GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
+
+-- pg_dump keeps sources, secrets and events (the de-duplication record).
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.sources', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.source_secrets', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.events', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.events_id_seq', '');
