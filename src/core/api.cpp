@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "core/form.h"
 #include "core/lock_key.h"
 #include "core/cpp_only.h"
 
@@ -61,6 +63,22 @@ bool CheckSecret(const Scheme *scheme, std::string_view secret,
                     std::string("unusable secret for scheme \"") +
                         scheme->name + "\": " + why);
     }
+  });
+}
+
+bool FormBodyToJson(std::string_view body, char *out, size_t cap,
+                    size_t *out_len, bool *well_formed, Status *st) noexcept {
+  return Guarded(st, [&] {
+    *out_len = 0;
+    std::vector<FormField> fields;
+    *well_formed = ParseForm(body, &fields);
+    if (!*well_formed) return;
+    std::string json = FormToJson(fields);
+    *out_len = json.size();
+    if (cap == 0) return;
+    size_t n = json.size() < cap ? json.size() : cap;
+    std::memcpy(out, json.data(), n);
+    if (n < cap) out[n] = '\0';
   });
 }
 

@@ -42,6 +42,15 @@ bool ComputeLockKey(std::string_view source, std::string_view event_id,
 bool CheckSecret(const Scheme *scheme, std::string_view secret,
                  Status *st) noexcept;
 
+/* The JSON object text of an application/x-www-form-urlencoded body (see
+ * wi::FormToJson: {"name":"value"}, a repeated name maps to an array).
+ * Writes min(length, cap) bytes to out (NUL-terminated when length < cap) and
+ * the full length to *out_len, so a caller may ask with cap 0 first; if a
+ * percent escape is malformed, *well_formed is false and nothing is written.
+ * Bytes are not checked for UTF-8. */
+bool FormBodyToJson(std::string_view body, char *out, size_t cap,
+                    size_t *out_len, bool *well_formed, Status *st) noexcept;
+
 /* Validates the generic scheme's option values into *out (22023 if bad). */
 bool ParseHmacOptions(std::string_view header, std::string_view algorithm,
                       std::string_view encoding, std::string_view prefix,

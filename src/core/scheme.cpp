@@ -11,6 +11,13 @@ namespace wi {
 
 /* Defined one per file in src/core/schemes/. */
 extern const Scheme kStripeScheme;
+extern const Scheme kGithubScheme;
+extern const Scheme kStandardScheme;
+extern const Scheme kSlackScheme;
+extern const Scheme kShopifyScheme;
+extern const Scheme kTwilioScheme;
+extern const Scheme kPaddleScheme;
+extern const Scheme kSquareScheme;
 extern const Scheme kHmacScheme;
 extern const Scheme kNoneScheme;
 
@@ -18,6 +25,13 @@ namespace {
 
 const Scheme *const kSchemes[] = {
     &kStripeScheme,
+    &kGithubScheme,
+    &kStandardScheme,
+    &kSlackScheme,
+    &kShopifyScheme,
+    &kTwilioScheme,
+    &kPaddleScheme,
+    &kSquareScheme,
     &kHmacScheme,
     &kNoneScheme,
 };

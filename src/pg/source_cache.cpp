@@ -109,7 +109,7 @@ PrepareCache(void)
 }
 
 void
-ParseEventIdRule(const char *text, WiEventIdRule *rule, MemoryContext cxt)
+ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryContext cxt)
 {
 	memset(rule, 0, sizeof(*rule));
 	rule->text = MemoryContextStrdup(cxt, text);
@@ -130,7 +130,8 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, MemoryContext cxt)
 	}
 	else if (text[0] == '$')
 	{
-		Datum		path = DirectFunctionCall1(jsonpath_in, CStringGetDatum(text));
+		const char *source = strict ? psprintf("strict %s", text) : text;
+		Datum		path = DirectFunctionCall1(jsonpath_in, CStringGetDatum(source));
 		MemoryContext old = MemoryContextSwitchTo(cxt);
 
 		rule->kind = WI_EVENT_ID_JSONPATH;
@@ -203,12 +204,14 @@ LoadSource(const char *name)
 		Datum		rule = SPI_getbinval(tup, desc, 9, &isnull);
 
 		if (!isnull)
-			ParseEventIdRule(TextDatumGetCString(rule), &src->id_primary, cache_cxt);
+			ParseEventIdRule(TextDatumGetCString(rule), &src->id_primary, false, cache_cxt);
 		else
 		{
-			ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, cache_cxt);
+			/* A scheme's default path is strict: a body that is an array
+			 * has no $.id, as the provider's SDK would see it. */
+			ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, true, cache_cxt);
 			if (src->scheme->event_id.fallback != NULL)
-				ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, cache_cxt);
+				ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, true, cache_cxt);
 		}
 	}
 	{

@@ -241,6 +241,6 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 	ParseSchemeOptions(scheme, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &options,
 					   CurrentMemoryContext);
 	if (!PG_ARGISNULL(3))
-		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, CurrentMemoryContext);
+		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, false, CurrentMemoryContext);
 	PG_RETURN_VOID();
 }

@@ -83,8 +83,10 @@ typedef struct WiSource
 WiSource   *LookupSource(const char *name);
 
 /* Parses an event_id_from rule into *rule, allocating in cxt; raises
- * 22023/42601 if it is not a header rule, "sha256" or a JSON path. */
-void		ParseEventIdRule(const char *text, WiEventIdRule *rule, MemoryContext cxt);
+ * 22023/42601 if it is not a header rule, "sha256" or a JSON path. With
+ * strict, a JSON path is evaluated in strict mode. */
+void		ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict,
+							 MemoryContext cxt);
 
 /* The OIDs of the extension's objects, looked up once per backend. */
 Oid			EventsRelid(void);

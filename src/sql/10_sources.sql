@@ -81,6 +81,9 @@ BEGIN
   IF register_source.source IS NULL OR register_source.scheme IS NULL THEN
     RAISE EXCEPTION 'source and scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
+  IF register_source.source = '' OR octet_length(register_source.source) > 128 THEN
+    RAISE EXCEPTION 'source must be a name of 1 to 128 bytes' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   IF register_source.mode IS NULL OR register_source.mode NOT IN ('sync', 'async') THEN
     RAISE EXCEPTION 'mode must be ''sync'' or ''async'', not %', coalesce(quote_literal(register_source.mode), 'NULL')
       USING ERRCODE = 'invalid_parameter_value';

@@ -1,0 +1,33 @@
+/*
+ * form.h - application/x-www-form-urlencoded bodies (Twilio posts them):
+ * parsed into ordered (name, value) pairs, and turned into the JSON object
+ * that becomes the event's payload.
+ */
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wi {
+
+/* One decoded "name=value" pair of a form body. */
+struct FormField {
+  std::string name;
+  std::string value;
+};
+
+/* Parses "a=1&b=2&b=3" into pairs in body order: '&' separates pairs (empty
+ * ones are skipped), the first '=' separates name from value (no '=' means an
+ * empty value), '+' is a space and "%XX" a byte. Returns false, leaving *out
+ * empty, if a '%' is not followed by two hex digits. Decoded bytes are not
+ * checked for UTF-8. Throws only std::bad_alloc. */
+bool ParseForm(std::string_view body, std::vector<FormField> *out);
+
+/* The JSON object of the fields: names in order of first appearance, a name
+ * sent once maps to its value, a repeated name to the array of its values in
+ * body order: {"a":"1","b":["2","3"]}. Strings are escaped as JSON requires
+ * but bytes are copied as they are (invalid UTF-8 stays invalid). */
+std::string FormToJson(const std::vector<FormField> &fields);
+
+}  // namespace wi

@@ -1,0 +1,116 @@
+/*
+ * standard.cpp - Standard Webhooks / Svix: HMAC-SHA256 over
+ * "<webhook-id>.<webhook-timestamp>.<body>" keyed with the base64-decoded
+ * secret, sent as space-separated "v1,<base64>" entries, any of which may
+ * match (other versions are skipped). The webhook-* headers are used when all
+ * three came, else the svix-* aliases. As in the standard-webhooks and svix
+ * libraries, the timestamp is checked first, in both directions, and the
+ * signatures are compared as base64 text in constant time.
+ */
+#include "core/schemes/standard.h"
+
+#include <charconv>
+
+#include "core/crypto.h"
+#include "core/scheme.h"
+#include "core/schemes/shared.h"
+#include "core/cpp_only.h"
+
+namespace wi {
+
+std::vector<StandardSignature> ParseStandardSignatures(std::string_view header) {
+  std::vector<StandardSignature> out;
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t space = header.find(' ', pos);
+    if (space == std::string_view::npos) space = header.size();
+    std::string_view entry = header.substr(pos, space - pos);
+    size_t comma = entry.find(',');
+    if (comma != std::string_view::npos) {
+      std::string_view rest = entry.substr(comma + 1);
+      out.push_back({entry.substr(0, comma), rest.substr(0, rest.find(','))});
+    }
+    pos = space + 1;
+  }
+  return out;
+}
+
+bool DecodeStandardSecret(std::string_view secret, std::string *key) {
+  constexpr std::string_view kPrefix = "whsec_";
+  if (secret.substr(0, kPrefix.size()) == kPrefix)
+    secret.remove_prefix(kPrefix.size());
+  return Base64Decode(secret, key) && !key->empty();
+}
+
+namespace {
+
+/* The three headers of one delivery, under either spelling. */
+struct StandardHeaders {
+  std::string_view id, timestamp, signature;
+};
+
+/* The webhook-* headers if all three came, else the svix-* ones. */
+bool FindStandardHeaders(const VerifyRequest &req, StandardHeaders *out) {
+  static constexpr const char *kNames[2][3] = {
+      {"webhook-id", "webhook-timestamp", "webhook-signature"},
+      {"svix-id", "svix-timestamp", "svix-signature"},
+  };
+  for (const auto &names : kNames) {
+    auto id = FindSignatureHeader(req, names[0]);
+    auto ts = FindSignatureHeader(req, names[1]);
+    auto sig = FindSignatureHeader(req, names[2]);
+    if (id && ts && sig) {
+      *out = {*id, *ts, *sig};
+      return true;
+    }
+  }
+  return false;
+}
+
+Verdict VerifyStandard(const VerifyRequest &req) {
+  StandardHeaders h;
+  if (!FindStandardHeaders(req, &h)) return Verdict::kMissingSignature;
+  int64_t ts;
+  if (!ParseInt64(h.timestamp, &ts)) return Verdict::kMalformedSignature;
+  if (!WithinTolerance(req, ts, Window::kBothWays))
+    return Verdict::kTimestampOutsideTolerance;
+
+  std::vector<StandardSignature> sigs = ParseStandardSignatures(h.signature);
+  /* The libraries sign the timestamp as the integer they parsed. */
+  char tbuf[24];
+  auto [end, ec] = std::to_chars(tbuf, tbuf + sizeof(tbuf), ts);
+  std::string_view t(tbuf, static_cast<size_t>(end - tbuf));
+
+  std::string key;
+  unsigned char mac[kMaxDigestSize];
+  bool found = false;
+  for (size_t i = 0; i < req.n_secrets && !found; ++i) {
+    if (!DecodeStandardSecret(req.secrets[i], &key)) continue;
+    size_t n = Hmac(Algorithm::kSha256, key, {h.id, ".", t, ".", req.body}, mac);
+    std::string expected = Base64Encode(MacBytes(mac, n));
+    for (const StandardSignature &s : sigs)
+      if (s.version == "v1" && ConstantTimeEqual(expected, s.signature))
+        found = true;
+  }
+  return found ? Verdict::kValid : Verdict::kSignatureMismatch;
+}
+
+const char *CheckStandardSecret(std::string_view secret) {
+  std::string key;
+  if (!DecodeStandardSecret(secret, &key))
+    return "expected \"whsec_\" followed by base64 (the signing secret as the "
+           "sender shows it)";
+  return nullptr;
+}
+
+}  // namespace
+
+extern const Scheme kStandardScheme = {
+    "standard",
+    true,
+    {"header:webhook-id", "header:svix-id"},
+    VerifyStandard,
+    CheckStandardSecret,
+};
+
+}  // namespace wi
