@@ -8,6 +8,7 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -165,11 +166,16 @@ bool HexDecode(std::string_view hex, std::string *out) {
   std::string text(hex);
   out->resize(hex.size() / 2);
   size_t len = 0;
+  /* A bad digit is the sender's fault, not an OpenSSL failure: drop the
+   * error it queues so no later OpenSSL user in the backend sees it. */
+  ERR_set_mark();
   if (OPENSSL_hexstr2buf_ex(reinterpret_cast<unsigned char *>(out->data()),
                             out->size(), &len, text.c_str(), '\0') != 1) {
+    ERR_pop_to_mark();
     out->clear();
     return false;
   }
+  ERR_clear_last_mark();
   out->resize(len);
   return true;
 }

@@ -5,29 +5,12 @@
  * through. Delivery problems are outcomes; only misuse raises.
  */
 #include "pg/boundary.h"
+#include "pg/event_store.h"
 #include "pg/verify.h"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_apply_event);
 }
-
-/* The stored state of an event, as the lookup reads it. */
-typedef struct EventRow
-{
-	int64		id;
-	char	   *status;
-	bytea	   *body_sha256;
-	int32		attempts;
-	int32		attempts_base;
-	int32		deliveries;
-	Datum		result;
-	bool		result_null;
-	TimestampTz received_at;
-	char	   *last_error;
-	TimestampTz lease_until;
-	bool		lease_null;
-	TransactionId xmin;
-} EventRow;
 
 /* What the delivery is answered; becomes a webhook_idem.outcome. */
 typedef struct Outcome
@@ -41,227 +24,12 @@ typedef struct Outcome
 	const char *detail;
 } Outcome;
 
-static SPIPlanPtr lookup_plan = NULL;
-static SPIPlanPtr insert_plan = NULL;
-static SPIPlanPtr bump_plan = NULL;
-static SPIPlanPtr finish_plan = NULL;
-static SPIPlanPtr busy_bump_plan = NULL;
-
-/* Prepares and keeps a plan once per backend. */
-static SPIPlanPtr
-KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
-{
-	if (*slot == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, const_cast<Oid *>(argtypes));
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		*slot = plan;
-	}
-	return *slot;
-}
-
 static Outcome
 MakeOutcome(const char *status, int http_status, const char *event_id, const char *detail)
 {
 	Outcome		o = {status, http_status, event_id, 0, true, NULL, detail};
 
 	return o;
-}
-
-/* Reads the event's row; under REPEATABLE READ and SERIALIZABLE, raises a
- * serialization failure if a transaction that committed after ours began
- * has recorded or changed it (applying it again would be a double apply). */
-static bool
-LookupEvent(const char *source, const char *event_id, EventRow *row)
-{
-	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
-								"SELECT id, status, body_sha256, attempts, attempts_base, deliveries,"
-								" result, received_at, last_error, lease_until, xmin"
-								" FROM webhook_idem.events"
-								" WHERE source OPERATOR(pg_catalog.=) $1"
-								" AND event_id OPERATOR(pg_catalog.=) $2",
-								2, argtypes);
-	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	int			rc;
-
-	if (IsolationUsesXactSnapshot())
-	{
-		bool		latest_found;
-		TransactionId latest_xmin = InvalidTransactionId;
-
-		rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
-								  false, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-		latest_found = SPI_processed > 0;
-		if (latest_found)
-			latest_xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
-															  SPI_tuptable->tupdesc, 11, &isnull));
-		rc = SPI_execute_plan(plan, args, NULL, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-		if (latest_found &&
-			(SPI_processed == 0 ||
-			 DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												 11, &isnull)) != latest_xmin))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("Event \"%s\" of source \"%s\" was recorded by a transaction that committed after this one began.",
-							   event_id, source),
-					 errhint("Retry the delivery: it will be answered as a duplicate.")));
-	}
-	else
-	{
-		rc = SPI_execute_plan(plan, args, NULL, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-	}
-	if (SPI_processed == 0)
-		return false;
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	row->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	row->status = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
-	row->body_sha256 = DatumGetByteaPP(SPI_getbinval(tup, desc, 3, &isnull));
-	row->attempts = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-	row->attempts_base = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
-	row->deliveries = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-	row->result = SPI_getbinval(tup, desc, 7, &row->result_null);
-	row->received_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 8, &isnull));
-	{
-		Datum		e = SPI_getbinval(tup, desc, 9, &isnull);
-
-		row->last_error = isnull ? NULL : TextDatumGetCString(e);
-	}
-	row->lease_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 10, &row->lease_null));
-	return true;
-}
-
-/* Inserts the event's first record. */
-static void
-InsertEvent(int64 id, const char *source, const char *event_id, const char *status,
-			Jsonb *payload, bytea *sha, int32 attempts, TimestampTz received_at,
-			bool applied, Jsonb *result, const char *last_error, bool due_now)
-{
-	static const Oid argtypes[12] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID,
-	INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&insert_plan,
-								"INSERT INTO webhook_idem.events (id, source, event_id, status, payload,"
-								" body_sha256, deliveries, attempts, received_at, applied_at,"
-								" next_attempt_at, result, last_error)"
-								" VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12)",
-								12, argtypes);
-	Datum		values[12];
-	char		nulls[12];
-	int			rc;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(source);
-	values[2] = CStringGetTextDatum(event_id);
-	values[3] = CStringGetTextDatum(status);
-	values[4] = payload ? JsonbPGetDatum(payload) : (Datum) 0;
-	nulls[4] = payload ? ' ' : 'n';
-	values[5] = PointerGetDatum(sha);
-	values[6] = Int32GetDatum(attempts);
-	values[7] = TimestampTzGetDatum(received_at);
-	values[8] = TimestampTzGetDatum(received_at);
-	nulls[8] = applied ? ' ' : 'n';
-	values[9] = TimestampTzGetDatum(received_at);
-	nulls[9] = due_now ? ' ' : 'n';
-	values[10] = result ? JsonbPGetDatum(result) : (Datum) 0;
-	nulls[10] = result ? ' ' : 'n';
-	values[11] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
-	nulls[11] = last_error ? ' ' : 'n';
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
-}
-
-/* Counts one more verified delivery of a known event. */
-static void
-BumpDeliveries(int64 id)
-{
-	static const Oid argtypes[1] = {INT8OID};
-	SPIPlanPtr	plan = KeepPlan(&bump_plan,
-								"UPDATE webhook_idem.events"
-								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								1, argtypes);
-	Datum		arg = Int64GetDatum(id);
-	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 0);
-
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
-}
-
-/* Records the end of a re-run of a known event (with its delivery). */
-static void
-FinishEvent(int64 id, const char *status, int32 attempts, bool applied, Jsonb *result,
-			const char *last_error)
-{
-	static const Oid argtypes[6] = {INT8OID, TEXTOID, INT4OID, BOOLOID, JSONBOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&finish_plan,
-								"UPDATE webhook_idem.events"
-								" SET status = $2, attempts = $3,"
-								"     deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
-								"     applied_at = CASE WHEN $4 THEN pg_catalog.clock_timestamp() END,"
-								"     result = $5, last_error = $6,"
-								"     lease_until = NULL, next_attempt_at = NULL"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								6, argtypes);
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	int			rc;
-
-	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(status);
-	values[2] = Int32GetDatum(attempts);
-	values[3] = BoolGetDatum(applied);
-	values[4] = result ? JsonbPGetDatum(result) : (Datum) 0;
-	nulls[4] = result ? ' ' : 'n';
-	values[5] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
-	nulls[5] = last_error ? ' ' : 'n';
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
-}
-
-/* A delivery that found the event claimed by another transaction: count it
- * if its row is visible and not being written, without waiting. Returns the
- * event's attempts, or -1 if it has no visible row. */
-static int32
-CountBusyDelivery(const char *source, const char *event_id)
-{
-	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&busy_bump_plan,
-								"UPDATE webhook_idem.events e"
-								" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
-								" FROM (SELECT id FROM webhook_idem.events"
-								"        WHERE source OPERATOR(pg_catalog.=) $1"
-								"          AND event_id OPERATOR(pg_catalog.=) $2"
-								"        FOR UPDATE SKIP LOCKED) l"
-								" WHERE e.id OPERATOR(pg_catalog.=) l.id"
-								" RETURNING e.attempts",
-								2, argtypes);
-	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
-	bool		isnull;
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 1);
-
-	if (rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return -1;
-	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /* Runs the handler for the attempt numbered attempts and records how it
@@ -292,9 +60,9 @@ Apply(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, bool firs
 	{
 		if (first)
 			InsertEvent(ev.id, src->name, event_id, "applied", payload, sha, attempts, now,
-						true, res.result, NULL, false);
+						res.result, NULL, false);
 		else
-			FinishEvent(ev.id, "applied", attempts, true, res.result, NULL);
+			RecordAttempt(ev.id, "applied", attempts, res.result, NULL, true, NULL);
 		o = MakeOutcome("applied", 200, event_id, NULL);
 		o.result = res.result;
 	}
@@ -305,9 +73,9 @@ Apply(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, bool firs
 
 		if (first)
 			InsertEvent(ev.id, src->name, event_id, status, payload, sha, attempts, now,
-						false, NULL, res.error, false);
+						NULL, res.error, false);
 		else
-			FinishEvent(ev.id, status, attempts, false, NULL, res.error);
+			RecordAttempt(ev.id, status, attempts, NULL, res.error, true, NULL);
 		o = MakeOutcome(status, dead ? 202 : 500, event_id, res.error);
 	}
 	o.attempts = attempts;
@@ -333,8 +101,7 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 	{
 		BumpDeliveries(row->id);
 		o = MakeOutcome("duplicate", 200, event_id, NULL);
-		if (!row->result_null)
-			o.result = DatumGetJsonbP(row->result);
+		o.result = row->result;
 	}
 	else if (strcmp(row->status, "dead") == 0)
 	{
@@ -477,7 +244,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 	if (src->async)
 	{
 		InsertEvent(nextval_internal(EventsSeqRelid(), false), src->name, event_id, "queued",
-					payload, sha, 0, now, false, NULL, NULL, true);
+					payload, sha, 0, now, NULL, NULL, true);
 		Async_Notify("webhook_idem", src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 		o.attempts = 0;

@@ -17,10 +17,21 @@ GRANT EXECUTE ON FUNCTION webhook_idem.hmac(bytea, bytea, text),
 GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text)
   TO webhook_idem_receiver, webhook_idem_admin;
 
+-- Workers claim, complete, fail and process queued events.
+GRANT EXECUTE ON FUNCTION
+    webhook_idem.claim_next(text, interval, integer),
+    webhook_idem.complete(bigint, integer, jsonb),
+    webhook_idem.fail(bigint, integer, text, interval),
+    webhook_idem.extend(bigint, integer, interval),
+    webhook_idem.process_pending(text, integer)
+  TO webhook_idem_worker, webhook_idem_admin;
+
 -- Administrators manage sources (secrets: write, never read) and read events.
 GRANT EXECUTE ON FUNCTION
     webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text),
     webhook_idem.drop_source(text, boolean),
+    webhook_idem.replay(text, text, boolean),
+    webhook_idem.purge(interval, integer),
     webhook_idem._check_source_config(text, text[], jsonb, text)
   TO webhook_idem_admin;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_admin;

@@ -1,0 +1,238 @@
+/*
+ * event_store.cpp - the SQL statements behind the event record, prepared
+ * once per backend with SPI_keepplan.
+ */
+#include "pg/event_store.h"
+
+static SPIPlanPtr lookup_plan = NULL;
+static SPIPlanPtr insert_plan = NULL;
+static SPIPlanPtr bump_plan = NULL;
+static SPIPlanPtr attempt_plan = NULL;
+static SPIPlanPtr busy_bump_plan = NULL;
+
+SPIPlanPtr
+KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+{
+	if (*slot == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, const_cast<Oid *>(argtypes));
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		*slot = plan;
+	}
+	return *slot;
+}
+
+/* Reads column n of the current SPI row as text, or NULL. */
+static char *
+ColumnText(HeapTuple tup, TupleDesc desc, int n)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, n, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+bool
+LookupEvent(const char *source, const char *event_id, EventRow *row)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
+								"SELECT id, source, event_id, status, payload, body_sha256, attempts,"
+								" attempts_base, deliveries, result, received_at, last_error,"
+								" lease_until, xmin, next_attempt_at"
+								" FROM webhook_idem.events"
+								" WHERE source OPERATOR(pg_catalog.=) $1"
+								" AND event_id OPERATOR(pg_catalog.=) $2"
+								" FOR UPDATE",
+								2, argtypes);
+	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	if (IsolationUsesXactSnapshot())
+	{
+		/*
+		 * Our snapshot may predate a commit that recorded the event: look at
+		 * the latest committed state too, and refuse to apply what we cannot
+		 * see (PostgreSQL's own answer to such a write conflict).
+		 */
+		bool		latest_found;
+		TransactionId latest_xmin = InvalidTransactionId;
+
+		rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								  false, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+		latest_found = SPI_processed > 0;
+		if (latest_found)
+			latest_xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
+															  SPI_tuptable->tupdesc, 14, &isnull));
+		rc = SPI_execute_plan(plan, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+		if (latest_found &&
+			(SPI_processed == 0 ||
+			 DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												 14, &isnull)) != latest_xmin))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Event \"%s\" of source \"%s\" was recorded by a transaction that committed after this one began.",
+							   event_id, source),
+					 errhint("Retry the delivery: it will be answered as a duplicate.")));
+	}
+	else
+	{
+		rc = SPI_execute_plan(plan, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	}
+	if (SPI_processed == 0)
+		return false;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	row->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->source = ColumnText(tup, desc, 2);
+	row->event_id = ColumnText(tup, desc, 3);
+	row->status = ColumnText(tup, desc, 4);
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	row->payload = isnull ? NULL : DatumGetJsonbP(d);
+	row->body_sha256 = DatumGetByteaPP(SPI_getbinval(tup, desc, 6, &isnull));
+	row->attempts = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+	row->attempts_base = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
+	row->deliveries = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+	d = SPI_getbinval(tup, desc, 10, &isnull);
+	row->result = isnull ? NULL : DatumGetJsonbP(d);
+	row->received_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 11, &isnull));
+	row->last_error = ColumnText(tup, desc, 12);
+	row->lease_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 13, &row->lease_null));
+	row->next_attempt_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 15, &row->next_attempt_null));
+	return true;
+}
+
+void
+InsertEvent(int64 id, const char *source, const char *event_id, const char *status,
+			Jsonb *payload, bytea *sha, int32 attempts, TimestampTz received_at,
+			Jsonb *result, const char *last_error, bool due_now)
+{
+	static const Oid argtypes[12] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID,
+	INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, TEXTOID};
+	SPIPlanPtr	plan = KeepPlan(&insert_plan,
+								"INSERT INTO webhook_idem.events (id, source, event_id, status, payload,"
+								" body_sha256, deliveries, attempts, received_at, applied_at,"
+								" next_attempt_at, result, last_error)"
+								" VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12)",
+								12, argtypes);
+	Datum		values[12];
+	char		nulls[12];
+	bool		applied = strcmp(status, "applied") == 0;
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum(id);
+	values[1] = CStringGetTextDatum(source);
+	values[2] = CStringGetTextDatum(event_id);
+	values[3] = CStringGetTextDatum(status);
+	values[4] = payload ? JsonbPGetDatum(payload) : (Datum) 0;
+	nulls[4] = payload ? ' ' : 'n';
+	values[5] = PointerGetDatum(sha);
+	values[6] = Int32GetDatum(attempts);
+	values[7] = TimestampTzGetDatum(received_at);
+	values[8] = TimestampTzGetDatum(received_at);
+	nulls[8] = applied ? ' ' : 'n';
+	values[9] = TimestampTzGetDatum(received_at);
+	nulls[9] = due_now ? ' ' : 'n';
+	values[10] = result ? JsonbPGetDatum(result) : (Datum) 0;
+	nulls[10] = result ? ' ' : 'n';
+	values[11] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
+	nulls[11] = last_error ? ' ' : 'n';
+	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
+}
+
+void
+BumpDeliveries(int64 id)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	SPIPlanPtr	plan = KeepPlan(&bump_plan,
+								"UPDATE webhook_idem.events"
+								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1"
+								" WHERE id OPERATOR(pg_catalog.=) $1",
+								1, argtypes);
+	Datum		arg = Int64GetDatum(id);
+	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 0);
+
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
+}
+
+int32
+CountBusyDelivery(const char *source, const char *event_id)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	SPIPlanPtr	plan = KeepPlan(&busy_bump_plan,
+								"UPDATE webhook_idem.events e"
+								" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
+								" FROM (SELECT id FROM webhook_idem.events"
+								"        WHERE source OPERATOR(pg_catalog.=) $1"
+								"          AND event_id OPERATOR(pg_catalog.=) $2"
+								"        FOR UPDATE SKIP LOCKED) l"
+								" WHERE e.id OPERATOR(pg_catalog.=) l.id"
+								" RETURNING e.attempts",
+								2, argtypes);
+	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
+	bool		isnull;
+	int			rc = SPI_execute_plan(plan, args, NULL, false, 1);
+
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return -1;
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+void
+RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
+			  const char *last_error, bool delivery, const Interval *backoff)
+{
+	static const Oid argtypes[7] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+	INTERVALOID};
+	SPIPlanPtr	plan = KeepPlan(&attempt_plan,
+								"UPDATE webhook_idem.events"
+								" SET status = $2, attempts = $3, result = $4, last_error = $5,"
+								"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
+								"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied'"
+								"                       THEN pg_catalog.clock_timestamp() END,"
+								"     lease_until = NULL,"
+								"     next_attempt_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
+								"                             AND $7 IS NOT NULL"
+								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+								"            webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base) END"
+								" WHERE id OPERATOR(pg_catalog.=) $1",
+								7, argtypes);
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			rc;
+
+	values[0] = Int64GetDatum(id);
+	values[1] = CStringGetTextDatum(status);
+	values[2] = Int32GetDatum(attempts);
+	values[3] = result ? JsonbPGetDatum(result) : (Datum) 0;
+	nulls[3] = result ? ' ' : 'n';
+	values[4] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
+	nulls[4] = last_error ? ' ' : 'n';
+	values[5] = Int32GetDatum(delivery ? 1 : 0);
+	values[6] = backoff ? IntervalPGetDatum(backoff) : (Datum) 0;
+	nulls[6] = backoff ? ' ' : 'n';
+	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+}

@@ -1,0 +1,59 @@
+/*
+ * event_store.h - reading and writing webhook_idem.events through plans
+ * prepared once per backend. Every statement is schema-qualified down to
+ * its operators, so no search_path can redirect it.
+ */
+#pragma once
+
+#include "pg/webhook_idem.h"
+
+/* The stored state of an event. */
+typedef struct EventRow
+{
+	int64		id;
+	char	   *source;
+	char	   *event_id;
+	char	   *status;
+	Jsonb	   *payload;
+	bytea	   *body_sha256;
+	int32		attempts;
+	int32		attempts_base;
+	int32		deliveries;
+	Jsonb	   *result;
+	TimestampTz received_at;
+	char	   *last_error;
+	TimestampTz lease_until;
+	bool		lease_null;
+	TimestampTz next_attempt_at;
+	bool		next_attempt_null;
+} EventRow;
+
+/* Prepares sql once per backend into *slot and returns it. */
+SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+
+/* Reads and row-locks the event (source, event_id). Under REPEATABLE READ and
+ * SERIALIZABLE, raises a serialization failure (40001) if a transaction that
+ * committed after this one's snapshot recorded or changed it. */
+bool		LookupEvent(const char *source, const char *event_id, EventRow *row);
+
+/* Inserts an event's first record (one delivery). due_now makes it due for
+ * workers at once (next_attempt_at = received_at). */
+void		InsertEvent(int64 id, const char *source, const char *event_id, const char *status,
+						Jsonb *payload, bytea *sha, int32 attempts, TimestampTz received_at,
+						Jsonb *result, const char *last_error, bool due_now);
+
+/* Counts one more verified delivery of a known event. */
+void		BumpDeliveries(int64 id);
+
+/* Counts a delivery that found the event claimed by another transaction,
+ * without waiting: only if its row is visible and not locked. Returns its
+ * attempts, or -1 if there was no such row to count on. */
+int32		CountBusyDelivery(const char *source, const char *event_id);
+
+/* Records the end of an attempt: status "applied", "failed" or "dead", with
+ * the handler's result or error. With delivery, the attempt came with a
+ * delivery (counted). With backoff, a failure is retried by workers after
+ * the source's backoff doubled per failure, with jitter, capped at an hour;
+ * without, no worker takes it (a sync sender retries). */
+void		RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
+						  const char *last_error, bool delivery, const Interval *backoff);

@@ -1,0 +1,141 @@
+/*
+ * process_pending.cpp - webhook_idem.process_pending(): a worker that needs
+ * no code of the user's. It applies due events with their source's
+ * handler, each under the event's claim lock and in its own subtransaction,
+ * so one poisoned event never blocks or rolls back the others.
+ */
+#include "pg/event_store.h"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
+}
+
+static SPIPlanPtr due_plan = NULL;
+
+/* Up to limit due events (source, event_id), oldest due first. */
+static int
+FindDue(text *source, int limit, char ***sources, char ***event_ids)
+{
+	static const Oid argtypes[2] = {TEXTOID, INT4OID};
+	SPIPlanPtr	plan = KeepPlan(&due_plan,
+								"SELECT source, event_id FROM webhook_idem.events"
+								" WHERE status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}')"
+								"   AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
+								" ORDER BY next_attempt_at LIMIT $2",
+								2, argtypes);
+	Datum		args[2] = {PointerGetDatum(source), Int32GetDatum(limit)};
+	char		nulls[2] = {source ? ' ' : 'n', ' '};
+	int			rc = SPI_execute_plan(plan, args, nulls, false, limit);
+	int			n;
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
+	n = (int) SPI_processed;
+	*sources = (char **) palloc(sizeof(char *) * (n + 1));
+	*event_ids = (char **) palloc(sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		(*sources)[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		(*event_ids)[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	}
+	return n;
+}
+
+/* Claims and applies one event; false if it was not ours to take (busy,
+ * no longer due, or its source is gone). */
+static bool
+ProcessOne(const char *source, const char *event_id)
+{
+	WiSource   *src = LookupSource(source);
+	EventRow	row;
+	WiCurrentEvent ev;
+	WiHandlerResult res;
+	TimestampTz now = GetCurrentTimestamp();
+	int32		attempts;
+
+	if (src == NULL)
+		return false;
+	/* The claim lock first, the row lock second: apply_event's order. */
+	if (!LockEvent(source, event_id, false))
+		return false;
+	if (!LookupEvent(source, event_id, &row))
+		return false;
+	/* Still due? (Someone may have applied it, or it failed and now waits
+	 * for its retry time, or a worker holds a live lease on it.) */
+	if (strcmp(row.status, "queued") != 0 && strcmp(row.status, "failed") != 0 &&
+		strcmp(row.status, "processing") != 0)
+		return false;
+	if (row.next_attempt_null || row.next_attempt_at > now)
+		return false;
+
+	attempts = row.attempts + 1;
+	if (strcmp(row.status, "processing") == 0 &&
+		row.attempts - row.attempts_base >= src->max_attempts)
+	{
+		RecordAttempt(row.id, "dead", row.attempts, NULL,
+					  psprintf("%s%slease expired on the last attempt",
+							   row.last_error ? row.last_error : "", row.last_error ? "; " : ""),
+					  false, NULL);
+		return true;
+	}
+
+	ev.id = row.id;
+	ev.source = src->name;
+	ev.event_id = row.event_id;
+	ev.payload = row.payload;
+	ev.body_sha256 = row.body_sha256;
+	ev.deliveries = row.deliveries;
+	ev.attempts = attempts;
+	ev.attempts_base = row.attempts_base;
+	ev.received_at = row.received_at;
+	ev.last_error = row.last_error;
+	res = RunHandler(src, &ev);
+	if (res.ok)
+		RecordAttempt(row.id, "applied", attempts, res.result, NULL, false, NULL);
+	else
+	{
+		bool		dead = attempts - row.attempts_base >= src->max_attempts;
+
+		RecordAttempt(row.id, dead ? "dead" : "failed", attempts, NULL, res.error, false,
+					  dead ? NULL : &src->backoff);
+	}
+	return true;
+}
+
+/* webhook_idem.process_pending(source text, max_events int) RETURNS int */
+extern "C" Datum
+webhook_idem_process_pending(PG_FUNCTION_ARGS)
+{
+	text	   *source = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	int			max_events = PG_ARGISNULL(1) ? 100 : PG_GETARG_INT32(1);
+	int			done = 0;
+
+	if (max_events < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_events must not be negative")));
+
+	SPI_connect();
+	while (done < max_events)
+	{
+		char	  **sources;
+		char	  **event_ids;
+		int			n = FindDue(source, max_events - done, &sources, &event_ids);
+		int			taken = 0;
+
+		for (int i = 0; i < n && done < max_events; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (ProcessOne(sources[i], event_ids[i]))
+			{
+				done++;
+				taken++;
+			}
+		}
+		if (taken == 0)
+			break;				/* all that is due is someone else's now */
+	}
+	SPI_finish();
+	PG_RETURN_INT32(done);
+}
