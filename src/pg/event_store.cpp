@@ -5,6 +5,8 @@
 #include "pg/event_store.h"
 
 static SPIPlanPtr lookup_plan = NULL;
+static SPIPlanPtr lock_plan = NULL;
+static SPIPlanPtr lock_skip_plan = NULL;
 static SPIPlanPtr insert_plan = NULL;
 static SPIPlanPtr bump_plan = NULL;
 static SPIPlanPtr attempt_plan = NULL;
@@ -40,19 +42,13 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 {
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
 	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
-								"SELECT id, source, event_id, status, payload, body_sha256, attempts,"
-								" attempts_base, deliveries, result, received_at, last_error,"
-								" lease_until, xmin, next_attempt_at"
-								" FROM webhook_idem.events"
+								"SELECT id, xmin FROM webhook_idem.events"
 								" WHERE source OPERATOR(pg_catalog.=) $1"
-								" AND event_id OPERATOR(pg_catalog.=) $2"
-								" FOR UPDATE",
+								" AND event_id OPERATOR(pg_catalog.=) $2",
 								2, argtypes);
+	Datum		id;
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
-	HeapTuple	tup;
-	TupleDesc	desc;
 	bool		isnull;
-	Datum		d;
 	int			rc;
 
 	if (IsolationUsesXactSnapshot())
@@ -72,14 +68,14 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 		latest_found = SPI_processed > 0;
 		if (latest_found)
 			latest_xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
-															  SPI_tuptable->tupdesc, 14, &isnull));
+															  SPI_tuptable->tupdesc, 2, &isnull));
 		rc = SPI_execute_plan(plan, args, NULL, false, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
 		if (latest_found &&
 			(SPI_processed == 0 ||
 			 DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												 14, &isnull)) != latest_xmin))
+												 2, &isnull)) != latest_xmin))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
@@ -94,8 +90,46 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
 	}
 	if (SPI_processed == 0)
-		return false;
+		return false;			/* the common case, a first delivery: no lock needed */
 
+	/* Known: lock the row (waiting for whoever writes it) and read its
+	 * latest state. */
+	id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return LockEventRow(DatumGetInt64(id), false, row);
+}
+
+bool
+LockEventRow(int64 id, bool skip_locked, EventRow *row)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	SPIPlanPtr	plan = skip_locked
+		? KeepPlan(&lock_skip_plan,
+				   "SELECT id, source, event_id, status::pg_catalog.text, payload,"
+				   " body_sha256, attempts, attempts_base, deliveries, result,"
+				   " received_at, last_error, lease_until, next_attempt_at"
+				   " FROM webhook_idem.events"
+				   " WHERE id OPERATOR(pg_catalog.=) $1"
+				   " FOR UPDATE SKIP LOCKED",
+				   1, argtypes)
+		: KeepPlan(&lock_plan,
+				   "SELECT id, source, event_id, status::pg_catalog.text, payload,"
+				   " body_sha256, attempts, attempts_base, deliveries, result,"
+				   " received_at, last_error, lease_until, next_attempt_at"
+				   " FROM webhook_idem.events"
+				   " WHERE id OPERATOR(pg_catalog.=) $1"
+				   " FOR UPDATE",
+				   1, argtypes);
+	Datum		arg = Int64GetDatum(id);
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	row->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
@@ -113,7 +147,7 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 	row->received_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 11, &isnull));
 	row->last_error = ColumnText(tup, desc, 12);
 	row->lease_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 13, &row->lease_null));
-	row->next_attempt_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 15, &row->next_attempt_null));
+	row->next_attempt_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &row->next_attempt_null));
 	return true;
 }
 
@@ -128,7 +162,8 @@ InsertEvent(int64 id, const char *source, const char *event_id, const char *stat
 								"INSERT INTO webhook_idem.events (id, source, event_id, status, payload,"
 								" body_sha256, deliveries, attempts, received_at, applied_at,"
 								" next_attempt_at, result, last_error)"
-								" VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10, $11, $12)",
+								" VALUES ($1, $2, $3, $4::webhook_idem.event_status, $5, $6, 1, $7, $8, $9,"
+								"         $10, $11, $12)",
 								12, argtypes);
 	Datum		values[12];
 	char		nulls[12];
@@ -207,7 +242,8 @@ RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
 	INTERVALOID};
 	SPIPlanPtr	plan = KeepPlan(&attempt_plan,
 								"UPDATE webhook_idem.events"
-								" SET status = $2, attempts = $3, result = $4, last_error = $5,"
+								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
+								"     last_error = $5,"
 								"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
 								"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied'"
 								"                       THEN pg_catalog.clock_timestamp() END,"

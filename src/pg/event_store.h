@@ -36,6 +36,10 @@ SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *arg
  * committed after this one's snapshot recorded or changed it. */
 bool		LookupEvent(const char *source, const char *event_id, EventRow *row);
 
+/* Row-locks the event with this id and reads its latest state; with
+ * skip_locked, returns false at once if someone else holds it. */
+bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);
+
 /* Inserts an event's first record (one delivery). due_now makes it due for
  * workers at once (next_attempt_at = received_at). */
 void		InsertEvent(int64 id, const char *source, const char *event_id, const char *status,

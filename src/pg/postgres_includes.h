@@ -13,6 +13,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "commands/sequence.h"
+#include "common/int.h"
 #include "common/jsonapi.h"
 #include "executor/spi.h"
 #include "fmgr.h"

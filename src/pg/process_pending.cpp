@@ -12,13 +12,13 @@ PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
 
 static SPIPlanPtr due_plan = NULL;
 
-/* Up to limit due events (source, event_id), oldest due first. */
+/* Up to limit due events' ids, oldest due first. */
 static int
-FindDue(text *source, int limit, char ***sources, char ***event_ids)
+FindDue(text *source, int limit, int64 **ids)
 {
 	static const Oid argtypes[2] = {TEXTOID, INT4OID};
 	SPIPlanPtr	plan = KeepPlan(&due_plan,
-								"SELECT source, event_id FROM webhook_idem.events"
+								"SELECT id FROM webhook_idem.events"
 								" WHERE status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}')"
 								"   AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
@@ -32,34 +32,39 @@ FindDue(text *source, int limit, char ***sources, char ***event_ids)
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
 	n = (int) SPI_processed;
-	*sources = (char **) palloc(sizeof(char *) * (n + 1));
-	*event_ids = (char **) palloc(sizeof(char *) * (n + 1));
+	*ids = (int64 *) palloc(sizeof(int64) * (n + 1));
 	for (int i = 0; i < n; i++)
 	{
-		(*sources)[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		(*event_ids)[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		bool		isnull;
+
+		(*ids)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+												&isnull));
 	}
 	return n;
 }
 
-/* Claims and applies one event; false if it was not ours to take (busy,
- * no longer due, or its source is gone). */
+/*
+ * Claims and applies one event; false if it was not ours to take (busy, no
+ * longer due, or its source is gone). The row lock is the claim: an event
+ * with a row is only ever changed under its row lock (apply_event takes its
+ * advisory lock only to serialise first deliveries, which have no row), and
+ * SKIP LOCKED means a worker never waits for a delivery or another worker,
+ * nor holds more than row locks, however many events it applies.
+ */
 static bool
-ProcessOne(const char *source, const char *event_id)
+ProcessOne(int64 id)
 {
-	WiSource   *src = LookupSource(source);
+	WiSource   *src;
 	EventRow	row;
 	WiCurrentEvent ev;
 	WiHandlerResult res;
 	TimestampTz now = GetCurrentTimestamp();
 	int32		attempts;
 
+	if (!LockEventRow(id, true, &row))
+		return false;
+	src = LookupSource(row.source);
 	if (src == NULL)
-		return false;
-	/* The claim lock first, the row lock second: apply_event's order. */
-	if (!LockEvent(source, event_id, false))
-		return false;
-	if (!LookupEvent(source, event_id, &row))
 		return false;
 	/* Still due? (Someone may have applied it, or it failed and now waits
 	 * for its retry time, or a worker holds a live lease on it.) */
@@ -119,15 +124,14 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	SPI_connect();
 	while (done < max_events)
 	{
-		char	  **sources;
-		char	  **event_ids;
-		int			n = FindDue(source, max_events - done, &sources, &event_ids);
+		int64	   *ids;
+		int			n = FindDue(source, max_events - done, &ids);
 		int			taken = 0;
 
 		for (int i = 0; i < n && done < max_events; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (ProcessOne(sources[i], event_ids[i]))
+			if (ProcessOne(ids[i]))
 			{
 				done++;
 				taken++;

@@ -178,9 +178,18 @@ VerifyDelivery(const wi::Scheme *scheme, const std::string_view *secrets, int n_
 int64
 IntervalToMicros(const Interval *iv)
 {
-	/* Months and days at their nominal length, as interval comparison does. */
-	return iv->time + (int64) iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	/* Months and days at their nominal length, as interval comparison does;
+	 * beyond int64 (some 292,000 years) it saturates. */
+	int64		months,
+				days,
+				total;
+
+	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months) ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days) ||
+		pg_add_s64_overflow(months, days, &total) ||
+		pg_add_s64_overflow(total, iv->time, &total))
+		return (iv->month < 0 || iv->day < 0 || iv->time < 0) ? PG_INT64_MIN : PG_INT64_MAX;
+	return total;
 }
 
 /*

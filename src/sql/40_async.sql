@@ -46,12 +46,12 @@ BEGIN
     -- A lease that ran out on the last allowed attempt: the worker died
     -- (or hung) on it as many times as the source allows.
     UPDATE webhook_idem.events e
-       SET status = 'dead', lease_until = NULL, next_attempt_at = NULL,
+       SET status = 'dead'::webhook_idem.event_status, lease_until = NULL, next_attempt_at = NULL,
            last_error = coalesce(e.last_error || '; ', '') || 'lease expired on the last attempt'
       FROM due WHERE e.id = due.id AND due.exhausted
   )
   UPDATE webhook_idem.events e
-     SET status = 'processing', attempts = e.attempts + 1,
+     SET status = 'processing'::webhook_idem.event_status, attempts = e.attempts + 1,
          lease_until = now() + claim_next.lease, next_attempt_at = now() + claim_next.lease
     FROM due
    WHERE e.id = due.id AND NOT due.exhausted
@@ -67,7 +67,7 @@ LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
   WITH done AS (
     UPDATE webhook_idem.events e
-       SET status = 'applied', applied_at = clock_timestamp(), result = $3,
+       SET status = 'applied'::webhook_idem.event_status, applied_at = clock_timestamp(), result = $3,
            last_error = NULL, lease_until = NULL, next_attempt_at = NULL
      WHERE e.id = $1 AND e.attempts = $2 AND e.status = 'processing'
     RETURNING 1)
@@ -82,7 +82,8 @@ LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
   WITH failed AS (
     UPDATE webhook_idem.events e
-       SET status = CASE WHEN e.attempts - e.attempts_base >= s.max_attempts THEN 'dead' ELSE 'failed' END,
+       SET status = CASE WHEN e.attempts - e.attempts_base >= s.max_attempts
+                         THEN 'dead'::webhook_idem.event_status ELSE 'failed'::webhook_idem.event_status END,
            last_error = $3,
            lease_until = NULL,
            next_attempt_at = CASE WHEN e.attempts - e.attempts_base >= s.max_attempts THEN NULL
@@ -127,7 +128,8 @@ DECLARE
   replayed boolean;
 BEGIN
   UPDATE webhook_idem.events e
-     SET status = 'queued', attempts_base = e.attempts, next_attempt_at = clock_timestamp(),
+     SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
+         next_attempt_at = clock_timestamp(),
          lease_until = NULL
    WHERE e.source = replay.source AND e.event_id = replay.event_id
      AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))

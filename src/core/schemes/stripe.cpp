@@ -69,9 +69,10 @@ Verdict VerifyStripe(const VerifyRequest &req) {
   }
   if (!found) return Verdict::kSignatureMismatch;
 
-  /* Age only, in whole seconds; a tolerance of zero disables the check.
-   * Floor division and "t < now - tolerance" cannot overflow int64. */
-  int64_t tolerance = req.tolerance_usec / 1000000;
+  /* Age only, in whole seconds (a fraction of a second rounds up); a
+   * tolerance of zero disables the check, as in stripe-node. Floor division
+   * and "t < now - tolerance" cannot overflow int64. */
+  int64_t tolerance = req.tolerance_usec / 1000000 + (req.tolerance_usec % 1000000 > 0 ? 1 : 0);
   int64_t now = req.now_usec / 1000000 - (req.now_usec % 1000000 < 0 ? 1 : 0);
   if (tolerance > 0 && parsed.timestamp < now - tolerance)
     return Verdict::kTimestampOutsideTolerance;
