@@ -85,15 +85,23 @@ ScalarId(Jsonb *jb)
 static Jsonb *
 PathQueryFirst(Jsonb *payload, JsonPath *path)
 {
+	static Datum no_vars = (Datum) 0;
 	LOCAL_FCINFO(fcinfo, 4);
 	Datum		result;
 
+	if (no_vars == (Datum) 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		no_vars = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+		MemoryContextSwitchTo(old);
+	}
 	InitFunctionCallInfoData(*fcinfo, NULL, 4, InvalidOid, NULL, NULL);
 	fcinfo->args[0].value = JsonbPGetDatum(payload);
 	fcinfo->args[0].isnull = false;
 	fcinfo->args[1].value = PointerGetDatum(path);
 	fcinfo->args[1].isnull = false;
-	fcinfo->args[2].value = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+	fcinfo->args[2].value = no_vars;
 	fcinfo->args[2].isnull = false;
 	fcinfo->args[3].value = BoolGetDatum(true);
 	fcinfo->args[3].isnull = false;

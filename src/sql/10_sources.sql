@@ -1,7 +1,7 @@
 -- webhook_idem install script, part 1: sources and their secrets.
 
 CREATE TABLE webhook_idem.sources (
-  source              text PRIMARY KEY
+  source              text COLLATE "C" PRIMARY KEY
                       CHECK (source <> '' AND pg_catalog.octet_length(source) <= 128),
   scheme              text NOT NULL,
   handler             text,          -- schema-qualified signature, e.g. billing.on_stripe(jsonb)
@@ -24,7 +24,7 @@ COMMENT ON COLUMN webhook_idem.sources.handler_search_path IS 'search_path the h
 
 -- Secrets live apart so that no role that reads source settings reads them.
 CREATE TABLE webhook_idem.source_secrets (
-  source  text PRIMARY KEY REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE,
+  source  text COLLATE "C" PRIMARY KEY REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE,
   secrets text[] NOT NULL
 );
 COMMENT ON TABLE webhook_idem.source_secrets IS 'Signing secrets of each source; readable by no role but the extension owner';
