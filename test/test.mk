@@ -22,6 +22,7 @@ test: setup
 	$(MAKE) check-pg
 	$(MAKE) tap
 	$(MAKE) fuzz
+	bash demo/run.sh
 	@echo "make test: all suites passed"
 
 # GoogleTest for the pure C++ core (no server involved).

@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/form.h"
 #include "core/lock_key.h"
@@ -70,10 +69,10 @@ bool FormBodyToJson(std::string_view body, char *out, size_t cap,
                     size_t *out_len, bool *well_formed, Status *st) noexcept {
   return Guarded(st, [&] {
     *out_len = 0;
-    std::vector<FormField> fields;
-    *well_formed = ParseForm(body, &fields);
+    Form form;
+    *well_formed = ParseForm(body, &form);
     if (!*well_formed) return;
-    std::string json = FormToJson(fields);
+    std::string json = FormToJson(form.fields);
     *out_len = json.size();
     if (cap == 0) return;
     size_t n = json.size() < cap ? json.size() : cap;

@@ -83,10 +83,6 @@ const EVP_MD *Sha256Md() {
   return md;
 }
 
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX *ctx) const noexcept { EVP_MD_CTX_free(ctx); }
-};
-
 struct EncodeCtxFree {
   void operator()(EVP_ENCODE_CTX *ctx) const noexcept {
     EVP_ENCODE_CTX_free(ctx);
@@ -133,12 +129,17 @@ size_t Hmac(Algorithm alg, std::string_view key,
 }
 
 void Sha256(std::string_view data, unsigned char *out) {
-  std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
-  if (!ctx) throw std::bad_alloc();
+  /* One digest context for the process, reset by each EVP_DigestInit_ex
+   * (as the HMAC contexts above: a backend is single-threaded). */
+  static EVP_MD_CTX *ctx = nullptr;
+  if (ctx == nullptr) {
+    ctx = EVP_MD_CTX_new();
+    if (ctx == nullptr) throw std::bad_alloc();
+  }
   unsigned int len = 0;
-  if (EVP_DigestInit_ex(ctx.get(), Sha256Md(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), out, &len) != 1 || len != kSha256Size)
+  if (EVP_DigestInit_ex(ctx, Sha256Md(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx, data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != kSha256Size)
     OpenSslFailure("SHA-256");
 }
 

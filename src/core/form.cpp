@@ -18,24 +18,33 @@ int HexValue(char c) noexcept {
   return -1;
 }
 
-/* Appends the decoded form of one name or value; false on a bad escape. */
-bool DecodeComponent(std::string_view in, std::string *out) {
-  out->reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
+/* The decoded form of one name or value: in itself when it holds no '%' or
+ * '+', else appended to *storage. False on a bad escape. */
+bool DecodeComponent(std::string_view in, std::string *storage, std::string_view *out) {
+  size_t k = 0;
+  while (k < in.size() && in[k] != '%' && in[k] != '+') ++k;
+  if (k == in.size()) {
+    *out = in;
+    return true;
+  }
+  size_t start = storage->size();
+  storage->append(in.data(), k);
+  for (size_t i = k; i < in.size(); ++i) {
     char c = in[i];
     if (c == '+') {
-      out->push_back(' ');
+      storage->push_back(' ');
     } else if (c == '%') {
       if (i + 2 >= in.size()) return false;
       int hi = HexValue(in[i + 1]);
       int lo = HexValue(in[i + 2]);
       if (hi < 0 || lo < 0) return false;
-      out->push_back(static_cast<char>(hi * 16 + lo));
+      storage->push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else {
-      out->push_back(c);
+      storage->push_back(c);
     }
   }
+  *out = std::string_view(storage->data() + start, storage->size() - start);
   return true;
 }
 
@@ -82,8 +91,15 @@ void AppendJsonString(std::string_view s, std::string *out) {
 
 }  // namespace
 
-bool ParseForm(std::string_view body, std::vector<FormField> *out) {
-  out->clear();
+bool ParseForm(std::string_view body, Form *out) {
+  out->fields.clear();
+  out->storage.clear();
+  /* Decoding only shrinks, so this capacity is never outgrown and the views
+   * into storage stay valid. */
+  out->storage.reserve(body.size());
+  size_t pairs = 1;
+  for (char c : body) pairs += c == '&';
+  out->fields.reserve(pairs);
   size_t pos = 0;
   while (pos < body.size()) {
     size_t amp = body.find('&', pos);
@@ -92,15 +108,15 @@ bool ParseForm(std::string_view body, std::vector<FormField> *out) {
     pos = amp + 1;
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
-    FormField field;
-    bool ok = DecodeComponent(pair.substr(0, eq), &field.name) &&
+    FormField &field = out->fields.emplace_back();
+    bool ok = DecodeComponent(pair.substr(0, eq), &out->storage, &field.name) &&
               (eq == std::string_view::npos ||
-               DecodeComponent(pair.substr(eq + 1), &field.value));
+               DecodeComponent(pair.substr(eq + 1), &out->storage, &field.value));
     if (!ok) {
-      out->clear();
+      out->fields.clear();
+      out->storage.clear();
       return false;
     }
-    out->push_back(std::move(field));
   }
   return true;
 }
@@ -108,7 +124,7 @@ bool ParseForm(std::string_view body, std::vector<FormField> *out) {
 std::string FormToJson(const std::vector<FormField> &fields) {
   /* Group the values of each name, keeping names in first-seen order. */
   std::vector<std::string_view> names;
-  std::vector<std::vector<const std::string *>> values;
+  std::vector<std::vector<std::string_view>> values;
   std::unordered_map<std::string_view, size_t> index;
   for (const FormField &f : fields) {
     auto [it, inserted] = index.emplace(f.name, names.size());
@@ -116,7 +132,7 @@ std::string FormToJson(const std::vector<FormField> &fields) {
       names.push_back(f.name);
       values.emplace_back();
     }
-    values[it->second].push_back(&f.value);
+    values[it->second].push_back(f.value);
   }
 
   std::string out;
@@ -126,13 +142,13 @@ std::string FormToJson(const std::vector<FormField> &fields) {
     AppendJsonString(names[i], &out);
     out.push_back(':');
     if (values[i].size() == 1) {
-      AppendJsonString(*values[i][0], &out);
+      AppendJsonString(values[i][0], &out);
       continue;
     }
     out.push_back('[');
     for (size_t j = 0; j < values[i].size(); ++j) {
       if (j > 0) out.push_back(',');
-      AppendJsonString(*values[i][j], &out);
+      AppendJsonString(values[i][j], &out);
     }
     out.push_back(']');
   }

@@ -11,18 +11,31 @@
 
 namespace wi {
 
-/* One decoded "name=value" pair of a form body. */
+/* One decoded "name=value" pair of a form body. The views borrow from the
+ * body, or from the Form's storage where decoding changed the bytes. */
 struct FormField {
-  std::string name;
-  std::string value;
+  std::string_view name;
+  std::string_view value;
+};
+
+/* A parsed form body. Not copyable or movable: its fields may point into
+ * its own storage. */
+struct Form {
+  Form() = default;
+  Form(const Form &) = delete;
+  Form &operator=(const Form &) = delete;
+
+  std::vector<FormField> fields; /* in body order */
+  std::string storage;           /* decoded bytes; never reallocated */
 };
 
 /* Parses "a=1&b=2&b=3" into pairs in body order: '&' separates pairs (empty
  * ones are skipped), the first '=' separates name from value (no '=' means an
- * empty value), '+' is a space and "%XX" a byte. Returns false, leaving *out
- * empty, if a '%' is not followed by two hex digits. Decoded bytes are not
- * checked for UTF-8. Throws only std::bad_alloc. */
-bool ParseForm(std::string_view body, std::vector<FormField> *out);
+ * empty value), '+' is a space and "%XX" a byte. Returns false, leaving no
+ * fields, if a '%' is not followed by two hex digits. Decoded bytes are not
+ * checked for UTF-8. The fields also borrow from body, which must outlive
+ * them. Throws only std::bad_alloc. */
+bool ParseForm(std::string_view body, Form *out);
 
 /* The JSON object of the fields: names in order of first appearance, a name
  * sent once maps to its value, a repeated name to the array of its values in

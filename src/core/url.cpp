@@ -128,12 +128,9 @@ std::vector<std::string_view> SplitDots(std::string_view s) {
 
 /* The ends-in-a-number checker (3.5). */
 bool EndsInANumber(std::string_view host) {
-  std::vector<std::string_view> parts = SplitDots(host);
-  if (parts.back().empty()) {
-    if (parts.size() == 1) return false;
-    parts.pop_back();
-  }
-  std::string_view last = parts.back();
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  size_t dot = host.rfind('.');
+  std::string_view last = dot == std::string_view::npos ? host : host.substr(dot + 1);
   bool all_digits = !last.empty();
   for (char c : last) all_digits = all_digits && IsDigit(c);
   uint64_t ignored;
@@ -317,10 +314,10 @@ bool IsSingleDot(std::string_view s) noexcept {
   return s == "." || s == "%2e" || s == "%2E";
 }
 bool IsDoubleDot(std::string_view s) noexcept {
+  auto dot = [](std::string_view t) { return t == "." || t == "%2e" || t == "%2E"; };
   if (s.size() == 2) return s == "..";
-  std::string lower;
-  for (char c : s) lower.push_back(Lower(c));
-  return lower == ".%2e" || lower == "%2e." || lower == "%2e%2e";
+  if (s.size() == 4) return (s[0] == '.' && dot(s.substr(1))) || (s[3] == '.' && dot(s.substr(0, 3)));
+  return s.size() == 6 && dot(s.substr(0, 3)) && dot(s.substr(3));
 }
 
 bool IsSlash(char c) noexcept { return c == '/' || c == '\\'; }
@@ -333,14 +330,19 @@ std::string_view DefaultPort(const WebUrl &url) noexcept {
 
 bool ParseWebUrl(std::string_view input, WebUrl *out) {
   *out = WebUrl();
-  /* Strip leading and trailing C0 control or space; drop tabs and newlines. */
+  /* Strip leading and trailing C0 control or space; drop tabs and newlines
+   * (copying only when there are some). */
   size_t b = 0, e = input.size();
   while (b < e && static_cast<unsigned char>(input[b]) <= 0x20) ++b;
   while (e > b && static_cast<unsigned char>(input[e - 1]) <= 0x20) --e;
-  std::string s;
-  s.reserve(e - b);
-  for (size_t i = b; i < e; ++i)
-    if (input[i] != '\t' && input[i] != '\n' && input[i] != '\r') s.push_back(input[i]);
+  std::string_view s = input.substr(b, e - b);
+  std::string cleaned;
+  if (s.find_first_of("\t\n\r") != std::string_view::npos) {
+    cleaned.reserve(s.size());
+    for (char c : s)
+      if (c != '\t' && c != '\n' && c != '\r') cleaned.push_back(c);
+    s = cleaned;
+  }
 
   /* Scheme. */
   size_t p = 0;
@@ -359,7 +361,7 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
   while (auth_end < s.size() && !IsSlash(s[auth_end]) && s[auth_end] != '?' &&
          s[auth_end] != '#')
     ++auth_end;
-  std::string_view authority(s.data() + p, auth_end - p);
+  std::string_view authority = s.substr(p, auth_end - p);
   size_t at = authority.rfind('@');
   if (at != std::string_view::npos) {
     /* Every '@' but the last belongs to the credentials, as "%40". */
@@ -407,61 +409,87 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
   /* Path: one leading slash is the path's own; dot segments are resolved. */
   size_t path_end = auth_end;
   while (path_end < s.size() && s[path_end] != '?' && s[path_end] != '#') ++path_end;
-  std::string_view path(s.data() + auth_end, path_end - auth_end);
+  std::string_view path = s.substr(auth_end, path_end - auth_end);
   if (!path.empty() && IsSlash(path[0])) path.remove_prefix(1);
-  std::vector<std::string> segments;
+  /* Segments are appended to out->path as "/<segment>"; starts[k] is where
+   * the k-th begins, so ".." can drop the last one. */
+  out->path.reserve(path.size() + 1);
+  std::vector<size_t> starts;
   size_t pos = 0;
   while (true) {
     size_t slash = pos;
     while (slash < path.size() && !IsSlash(path[slash])) ++slash;
     bool last = slash >= path.size();
-    std::string segment;
-    AppendEncoded(path.substr(pos, slash - pos), InPathSet, &segment);
+    size_t start = out->path.size();
+    out->path.push_back('/');
+    AppendEncoded(path.substr(pos, slash - pos), InPathSet, &out->path);
+    std::string_view segment = std::string_view(out->path).substr(start + 1);
     if (IsDoubleDot(segment)) {
-      if (!segments.empty()) segments.pop_back();
-      if (last) segments.emplace_back();
+      out->path.resize(start);
+      if (!starts.empty()) {
+        out->path.resize(starts.back());
+        starts.pop_back();
+      }
+      if (last) {
+        starts.push_back(out->path.size());
+        out->path.push_back('/');
+      }
     } else if (IsSingleDot(segment)) {
-      if (last) segments.emplace_back();
+      out->path.resize(start);
+      if (last) {
+        starts.push_back(out->path.size());
+        out->path.push_back('/');
+      }
     } else {
-      segments.push_back(std::move(segment));
+      starts.push_back(start);
     }
     if (last) break;
     pos = slash + 1;
-  }
-  for (const std::string &segment : segments) {
-    out->path.push_back('/');
-    out->path.append(segment);
   }
 
   /* Query and fragment. */
   size_t q_end = path_end;
   if (path_end < s.size() && s[path_end] == '?') {
     q_end = s.find('#', path_end);
-    if (q_end == std::string::npos) q_end = s.size();
+    if (q_end == std::string_view::npos) q_end = s.size();
     out->query.emplace();
-    AppendEncoded(std::string_view(s).substr(path_end + 1, q_end - path_end - 1),
-                  InSpecialQuerySet, &*out->query);
+    AppendEncoded(s.substr(path_end + 1, q_end - path_end - 1), InSpecialQuerySet,
+                  &*out->query);
   }
   if (q_end < s.size()) {
     out->fragment.emplace();
-    AppendEncoded(std::string_view(s).substr(q_end + 1), InFragmentSet,
-                  &*out->fragment);
+    AppendEncoded(s.substr(q_end + 1), InFragmentSet, &*out->fragment);
   }
   return true;
 }
 
-std::string SerializeWebUrl(const WebUrl &url) {
-  std::string href = url.scheme + "://";
+std::string SerializeWebUrl(const WebUrl &url, bool with_port) {
+  std::string href;
+  href.reserve(url.scheme.size() + url.username.size() + url.password.size() +
+               url.host.size() + url.port.size() + url.path.size() +
+               (url.query ? url.query->size() : 0) +
+               (url.fragment ? url.fragment->size() : 0) + 8);
+  href += url.scheme;
+  href += "://";
   if (!url.username.empty() || !url.password.empty()) {
     href += url.username;
     if (!url.password.empty()) href += ":" + url.password;
     href += "@";
   }
   href += url.host;
-  if (!url.port.empty()) href += ":" + url.port;
+  if (with_port && !url.port.empty()) {
+    href += ':';
+    href += url.port;
+  }
   href += url.path;
-  if (url.query) href += "?" + *url.query;
-  if (url.fragment) href += "#" + *url.fragment;
+  if (url.query) {
+    href += '?';
+    href += *url.query;
+  }
+  if (url.fragment) {
+    href += '#';
+    href += *url.fragment;
+  }
   return href;
 }
 

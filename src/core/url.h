@@ -29,8 +29,9 @@ struct WebUrl {
  * host needs IDNA). Throws only std::bad_alloc. */
 bool ParseWebUrl(std::string_view input, WebUrl *out);
 
-/* The URL's serialisation (URL.href / URL.toString()). */
-std::string SerializeWebUrl(const WebUrl &url);
+/* The URL's serialisation (URL.href / URL.toString()); with_port false
+ * leaves the port out (as after URL.port = ""). */
+std::string SerializeWebUrl(const WebUrl &url, bool with_port = true);
 
 /* The scheme's default port: "443" for https, "80" for http. */
 std::string_view DefaultPort(const WebUrl &url) noexcept;

@@ -86,7 +86,7 @@ Apply(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, bool firs
 /* Answers a delivery of an event that already has a row. */
 static Outcome
 Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
-			const EventRow *row, TimestampTz now)
+			const EventRow *row, TimestampTz now, bool locked)
 {
 	Outcome		o;
 
@@ -114,11 +114,26 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		BumpDeliveries(row->id);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 	}
-	else if (strcmp(row->status, "processing") == 0 && !row->lease_null && row->lease_until > now)
+	else if (strcmp(row->status, "processing") == 0 && (row->lease_null || row->lease_until > now))
 	{
 		/* A worker holds a live lease on it (a replayed sync event). */
 		BumpDeliveries(row->id);
 		o = MakeOutcome("in_progress", 409, event_id, "a worker is applying this event now");
+	}
+	else if (strcmp(row->status, "processing") == 0 && !locked)
+	{
+		/*
+		 * Its lease ran out: the worker may still finish. Lock the row, so
+		 * that its complete() or fail() either came first (and we see it)
+		 * or comes after us (and is fenced off by the attempts we add).
+		 */
+		EventRow	latest;
+
+		if (!LockEventRow(row->id, false, &latest))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("event \"%s\" was removed while it was being delivered", event_id)));
+		return Redelivered(src, event_id, payload, sha, &latest, now, true);
 	}
 	else
 		return Apply(src, event_id, payload, sha, false, row, now);	/* sync retry: at once */
@@ -239,7 +254,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 	}
 
 	if (LookupEvent(src->name, event_id, &row))
-		return Redelivered(src, event_id, payload, sha, &row, now);
+		return Redelivered(src, event_id, payload, sha, &row, now, false);
 
 	if (src->async)
 	{

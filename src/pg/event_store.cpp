@@ -37,101 +37,21 @@ ColumnText(HeapTuple tup, TupleDesc desc, int n)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
-bool
-LookupEvent(const char *source, const char *event_id, EventRow *row)
+/* The columns every event read returns, in EventRow's order. */
+#define EVENT_COLUMNS \
+	"id, source, event_id, status::pg_catalog.text, payload, body_sha256, attempts," \
+	" attempts_base, deliveries, result, received_at, last_error, lease_until," \
+	" next_attempt_at, xmin"
+
+/* Fills *row from the first row of the last SPI result. */
+static void
+ReadEventRow(EventRow *row)
 {
-	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
-								"SELECT id, xmin FROM webhook_idem.events"
-								" WHERE source OPERATOR(pg_catalog.=) $1"
-								" AND event_id OPERATOR(pg_catalog.=) $2",
-								2, argtypes);
-	Datum		id;
-	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
-	bool		isnull;
-	int			rc;
-
-	if (IsolationUsesXactSnapshot())
-	{
-		/*
-		 * Our snapshot may predate a commit that recorded the event: look at
-		 * the latest committed state too, and refuse to apply what we cannot
-		 * see (PostgreSQL's own answer to such a write conflict).
-		 */
-		bool		latest_found;
-		TransactionId latest_xmin = InvalidTransactionId;
-
-		rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
-								  false, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-		latest_found = SPI_processed > 0;
-		if (latest_found)
-			latest_xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
-															  SPI_tuptable->tupdesc, 2, &isnull));
-		rc = SPI_execute_plan(plan, args, NULL, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-		if (latest_found &&
-			(SPI_processed == 0 ||
-			 DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												 2, &isnull)) != latest_xmin))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("Event \"%s\" of source \"%s\" was recorded by a transaction that committed after this one began.",
-							   event_id, source),
-					 errhint("Retry the delivery: it will be answered as a duplicate.")));
-	}
-	else
-	{
-		rc = SPI_execute_plan(plan, args, NULL, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-	}
-	if (SPI_processed == 0)
-		return false;			/* the common case, a first delivery: no lock needed */
-
-	/* Known: lock the row (waiting for whoever writes it) and read its
-	 * latest state. */
-	id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return LockEventRow(DatumGetInt64(id), false, row);
-}
-
-bool
-LockEventRow(int64 id, bool skip_locked, EventRow *row)
-{
-	static const Oid argtypes[1] = {INT8OID};
-	SPIPlanPtr	plan = skip_locked
-		? KeepPlan(&lock_skip_plan,
-				   "SELECT id, source, event_id, status::pg_catalog.text, payload,"
-				   " body_sha256, attempts, attempts_base, deliveries, result,"
-				   " received_at, last_error, lease_until, next_attempt_at"
-				   " FROM webhook_idem.events"
-				   " WHERE id OPERATOR(pg_catalog.=) $1"
-				   " FOR UPDATE SKIP LOCKED",
-				   1, argtypes)
-		: KeepPlan(&lock_plan,
-				   "SELECT id, source, event_id, status::pg_catalog.text, payload,"
-				   " body_sha256, attempts, attempts_base, deliveries, result,"
-				   " received_at, last_error, lease_until, next_attempt_at"
-				   " FROM webhook_idem.events"
-				   " WHERE id OPERATOR(pg_catalog.=) $1"
-				   " FOR UPDATE",
-				   1, argtypes);
-	Datum		arg = Int64GetDatum(id);
-	HeapTuple	tup;
-	TupleDesc	desc;
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
 	bool		isnull;
 	Datum		d;
-	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
 
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	row->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 	row->source = ColumnText(tup, desc, 2);
 	row->event_id = ColumnText(tup, desc, 3);
@@ -148,6 +68,83 @@ LockEventRow(int64 id, bool skip_locked, EventRow *row)
 	row->last_error = ColumnText(tup, desc, 12);
 	row->lease_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 13, &row->lease_null));
 	row->next_attempt_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &row->next_attempt_null));
+	row->xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 15, &isnull));
+}
+
+bool
+LookupEvent(const char *source, const char *event_id, EventRow *row)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
+								"SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
+								" WHERE source OPERATOR(pg_catalog.=) $1"
+								" AND event_id OPERATOR(pg_catalog.=) $2",
+								2, argtypes);
+	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
+	int			rc;
+
+	if (IsolationUsesXactSnapshot())
+	{
+		/*
+		 * Our snapshot may predate a commit that recorded or changed the
+		 * event: look at the latest committed state too, and refuse to act
+		 * on what we cannot see (PostgreSQL's own answer to such a write
+		 * conflict).
+		 */
+		EventRow	latest;
+		bool		latest_found;
+
+		rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								  false, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+		latest_found = SPI_processed > 0;
+		if (latest_found)
+			ReadEventRow(&latest);
+		rc = SPI_execute_plan(plan, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+		if (latest_found && (SPI_processed == 0 || (ReadEventRow(row), row->xmin != latest.xmin)))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Event \"%s\" of source \"%s\" was recorded or changed by a transaction that committed after this one began.",
+							   event_id, source),
+					 errhint("Retry the delivery.")));
+	}
+	else
+	{
+		rc = SPI_execute_plan(plan, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	}
+	if (SPI_processed == 0)
+		return false;
+	ReadEventRow(row);
+	return true;
+}
+
+bool
+LockEventRow(int64 id, bool skip_locked, EventRow *row)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	SPIPlanPtr	plan = skip_locked
+		? KeepPlan(&lock_skip_plan,
+				   "SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
+				   " WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+				   1, argtypes)
+		: KeepPlan(&lock_plan,
+				   "SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
+				   " WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+				   1, argtypes);
+	Datum		arg = Int64GetDatum(id);
+	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	ReadEventRow(row);
 	return true;
 }
 

@@ -26,14 +26,17 @@ typedef struct EventRow
 	bool		lease_null;
 	TimestampTz next_attempt_at;
 	bool		next_attempt_null;
+	TransactionId xmin;
 } EventRow;
 
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 
-/* Reads and row-locks the event (source, event_id). Under REPEATABLE READ and
- * SERIALIZABLE, raises a serialization failure (40001) if a transaction that
- * committed after this one's snapshot recorded or changed it. */
+/* Reads the event (source, event_id) without locking its row: the caller
+ * holds the event's claim lock, which every writer of an event takes first.
+ * Under REPEATABLE READ and SERIALIZABLE, raises a serialization failure
+ * (40001) if a transaction that committed after this one's snapshot
+ * recorded or changed it. */
 bool		LookupEvent(const char *source, const char *event_id, EventRow *row);
 
 /* Row-locks the event with this id and reads its latest state; with

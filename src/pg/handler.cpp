@@ -98,8 +98,13 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		/* Like PL/pgSQL's WHEN OTHERS, a cancel is not the handler's failure. */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		/*
+		 * Like PL/pgSQL's WHEN OTHERS, a cancel is not the handler's failure;
+		 * nor is a serialization failure or deadlock (class 40): those are
+		 * the transaction's to retry, and must not use up an attempt.
+		 */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK)
 			ReThrowError(edata);
 		ok = false;
 		error = psprintf("%s (SQLSTATE %s)", edata->message,

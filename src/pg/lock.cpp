@@ -11,6 +11,10 @@
 
 #define WI_LOCK_SPACE 22345		/* 0x5749, "WI" */
 
+extern "C" {
+PG_FUNCTION_INFO_V1(webhook_idem_try_claim);
+}
+
 bool
 LockEvent(const char *source, const char *event_id, bool wait)
 {
@@ -21,4 +25,16 @@ LockEvent(const char *source, const char *event_id, bool wait)
 	CheckCore(wi::api::ComputeLockKey(source, event_id, &key, &st), st);
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, WI_LOCK_SPACE);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * webhook_idem._try_claim(source text, event_id text) RETURNS boolean: takes
+ * the event's claim lock if it is free (for claim_next, which must not take
+ * an event whose delivery is being applied right now).
+ */
+extern "C" Datum
+webhook_idem_try_claim(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(LockEvent(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							 text_to_cstring(PG_GETARG_TEXT_PP(1)), false));
 }

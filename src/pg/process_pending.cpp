@@ -45,11 +45,10 @@ FindDue(text *source, int limit, int64 **ids)
 
 /*
  * Claims and applies one event; false if it was not ours to take (busy, no
- * longer due, or its source is gone). The row lock is the claim: an event
- * with a row is only ever changed under its row lock (apply_event takes its
- * advisory lock only to serialise first deliveries, which have no row), and
- * SKIP LOCKED means a worker never waits for a delivery or another worker,
- * nor holds more than row locks, however many events it applies.
+ * longer due, or its source is gone). Like every writer, it takes the
+ * event's claim lock before its row lock, and never waits for either: a
+ * worker skips what a delivery or another worker holds. Each claim lock is
+ * held until the transaction ends (one per event applied).
  */
 static bool
 ProcessOne(int64 id)
@@ -65,6 +64,11 @@ ProcessOne(int64 id)
 		return false;
 	src = LookupSource(row.source);
 	if (src == NULL)
+		return false;
+	if (!LockEvent(row.source, row.event_id, false))
+		return false;
+	/* Read again under the claim: a delivery may have applied it since. */
+	if (!LockEventRow(id, true, &row))
 		return false;
 	/* Still due? (Someone may have applied it, or it failed and now waits
 	 * for its retry time, or a worker holds a live lease on it.) */

@@ -104,9 +104,11 @@ char	   *ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers,
 
 /* --- lock.cpp ------------------------------------------------------- */
 
-/* Takes the transaction-scoped lock on (source, event id) in the
+/* Takes the transaction-scoped claim lock on (source, event id) in the
  * extension's own lock space; with wait false, returns false at once if
- * another transaction holds it. */
+ * another transaction holds it. Every writer of an event takes it first:
+ * apply_event (waiting, or not in conflict mode), process_pending and
+ * claim_next (never waiting). */
 bool		LockEvent(const char *source, const char *event_id, bool wait);
 
 /* --- handler.cpp ---------------------------------------------------- */

@@ -19,6 +19,13 @@ CREATE FUNCTION webhook_idem._retry_delay(backoff interval, failures integer)
 COMMENT ON FUNCTION webhook_idem._retry_delay(interval, integer)
   IS 'Retry delay after the given number of failures: doubling backoff, jitter, at most one hour';
 
+-- Takes an event's claim lock if free (the lock apply_event holds while it
+-- applies a delivery); never waits.
+CREATE FUNCTION webhook_idem._try_claim(source text, event_id text)
+  RETURNS boolean
+  LANGUAGE c VOLATILE STRICT
+  AS 'MODULE_PATHNAME', 'webhook_idem_try_claim';
+
 CREATE FUNCTION webhook_idem.claim_next(
   source text DEFAULT NULL,
   lease  interval DEFAULT '30 seconds',
@@ -26,36 +33,53 @@ CREATE FUNCTION webhook_idem.claim_next(
 RETURNS SETOF webhook_idem.events
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  r record;
+  claimed integer := 0;
+  busy bigint[] := '{}';
 BEGIN
   IF claim_next.lease IS NULL OR claim_next.lease <= interval '0' THEN
     RAISE EXCEPTION 'lease must be positive' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  RETURN QUERY
-  WITH due AS (
-    SELECT e.id,
+  -- Oldest due first, one row at a time so that no row is locked that is
+  -- not claimed. Rows another worker holds are skipped, and so are events
+  -- whose delivery is being applied right now (their claim lock is taken):
+  -- a worker never waits.
+  WHILE claimed < coalesce(claim_next.batch, 1) LOOP
+    SELECT e.id, e.source, e.event_id,
            e.status = 'processing' AND e.attempts - e.attempts_base >= s.max_attempts AS exhausted
+      INTO r
       FROM webhook_idem.events e
       JOIN webhook_idem.sources s ON s.source = e.source
      WHERE e.status IN ('queued', 'processing', 'failed')
        AND e.next_attempt_at <= now()
        AND (claim_next.source IS NULL OR e.source = claim_next.source)
+       AND e.id <> ALL (busy)
      ORDER BY e.next_attempt_at
-     LIMIT GREATEST(coalesce(claim_next.batch, 1), 0)
-       FOR UPDATE OF e SKIP LOCKED
-  ), parked AS (
-    -- A lease that ran out on the last allowed attempt: the worker died
-    -- (or hung) on it as many times as the source allows.
-    UPDATE webhook_idem.events e
-       SET status = 'dead'::webhook_idem.event_status, lease_until = NULL, next_attempt_at = NULL,
-           last_error = coalesce(e.last_error || '; ', '') || 'lease expired on the last attempt'
-      FROM due WHERE e.id = due.id AND due.exhausted
-  )
-  UPDATE webhook_idem.events e
-     SET status = 'processing'::webhook_idem.event_status, attempts = e.attempts + 1,
-         lease_until = now() + claim_next.lease, next_attempt_at = now() + claim_next.lease
-    FROM due
-   WHERE e.id = due.id AND NOT due.exhausted
-  RETURNING e.*;
+     LIMIT 1
+       FOR UPDATE OF e SKIP LOCKED;
+    EXIT WHEN NOT FOUND;
+    IF NOT webhook_idem._try_claim(r.source, r.event_id) THEN
+      busy := busy || r.id;
+      CONTINUE;
+    END IF;
+    IF r.exhausted THEN
+      -- A lease that ran out on the last allowed attempt: the worker died
+      -- (or hung) on it as many times as the source allows.
+      UPDATE webhook_idem.events e
+         SET status = 'dead'::webhook_idem.event_status, lease_until = NULL, next_attempt_at = NULL,
+             last_error = coalesce(e.last_error || '; ', '') || 'lease expired on the last attempt'
+       WHERE e.id = r.id;
+      CONTINUE;
+    END IF;
+    RETURN QUERY
+      UPDATE webhook_idem.events e
+         SET status = 'processing'::webhook_idem.event_status, attempts = e.attempts + 1,
+             lease_until = now() + claim_next.lease, next_attempt_at = now() + claim_next.lease
+       WHERE e.id = r.id
+      RETURNING e.*;
+    claimed := claimed + 1;
+  END LOOP;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)

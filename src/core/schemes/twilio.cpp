@@ -189,65 +189,127 @@ std::string WithLegacyQuerystring(const std::string &url) {
   return SerializeWebUrl(parsed) + "?" + requery;
 }
 
-/* The next code point of s at *i as a UTF-16 sort key: supplementary
- * characters sort by their surrogates, after U+D7FF and before U+E000. */
-uint32_t NextUtf16Key(std::string_view s, size_t *i, uint32_t *low) noexcept {
-  unsigned char c = static_cast<unsigned char>(s[*i]);
-  size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-  if (c >= 0x80 && c < 0xC0) len = 1; /* stray continuation byte */
-  if (*i + len > s.size()) len = 1;
+/* The token of UTF-8 text s at i: the code point's UTF-16 code units (one,
+ * or a surrogate pair from U+10000) and its length in bytes. A byte that
+ * cannot start a complete sequence is a token of its own. */
+size_t Utf16Token(std::string_view s, size_t i, uint32_t *high, uint32_t *low) noexcept {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t len = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  if (i + len > s.size()) len = 1;
   uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
   for (size_t k = 1; k < len; ++k)
-    cp = (cp << 6) | (static_cast<unsigned char>(s[*i + k]) & 0x3F);
-  *i += len;
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  *high = cp;
   *low = 0;
-  if (cp >= 0x10000 && cp <= 0x10FFFF) {
+  if (len == 4 && cp >= 0x10000 && cp <= 0x10FFFF) {
+    *high = 0xD800 + ((cp - 0x10000) >> 10);
     *low = 0xDC00 + ((cp - 0x10000) & 0x3FF);
-    return 0xD800 + ((cp - 0x10000) >> 10);
   }
-  return cp;
+  return len;
 }
 
-/* a < b in UTF-16 code-unit order (JavaScript's default sort). */
-bool Utf16Less(std::string_view a, std::string_view b) noexcept {
+/* Three-way comparison of UTF-8 texts in UTF-16 code-unit order
+ * (JavaScript's default sort), token by token; ties between different
+ * invalid byte sequences are broken by their bytes, so this is a strict
+ * total order whatever the bytes. */
+int Utf16Compare(std::string_view a, std::string_view b) noexcept {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (a[i] == b[j] && static_cast<unsigned char>(a[i]) < 0x80) {
+    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[j]);
+    if (x < 0x80 && y < 0x80) {
+      if (x != y) return x < y ? -1 : 1;
       ++i;
       ++j;
       continue;
     }
-    uint32_t al, bl;
-    uint32_t ah = NextUtf16Key(a, &i, &al);
-    uint32_t bh = NextUtf16Key(b, &j, &bl);
-    if (ah != bh) return ah < bh;
-    if (al != bl) return al < bl;
+    uint32_t ah, al, bh, bl;
+    size_t an = Utf16Token(a, i, &ah, &al);
+    size_t bn = Utf16Token(b, j, &bh, &bl);
+    if (ah != bh) return ah < bh ? -1 : 1;
+    if (al != bl) return al < bl ? -1 : 1;
+    int raw = a.substr(i, an).compare(b.substr(j, bn));
+    if (raw != 0) return raw < 0 ? -1 : 1;
+    i += an;
+    j += bn;
   }
-  return i >= a.size() && j < b.size();
+  if (i == a.size() && j == b.size()) return 0;
+  return i == a.size() ? -1 : 1;
 }
+
+/* The URL variants of one parsed URL, built on demand in twilio-node's
+ * order: most deliveries match the first, so the others are rarely built. */
+class UrlVariants {
+ public:
+  explicit UrlVariants(const WebUrl &url) : url_(url) {}
+
+  /* The i-th distinct variant, or null past the last. */
+  const std::string *Get(size_t i) {
+    while (list_.size() <= i && stage_ < 4) Add(Build(stage_++));
+    return i < list_.size() ? &list_[i] : nullptr;
+  }
+
+ private:
+  std::string Build(int stage) {
+    switch (stage) {
+      case 0:
+        return without_port_ = SerializeWebUrl(url_, false);
+      case 1:
+        return with_port_ = WithPort();
+      case 2:
+        return WithLegacyQuerystring(without_port_);
+      default:
+        return WithLegacyQuerystring(with_port_);
+    }
+  }
+
+  /* addPort: the URL as it is if it has a port, else with the default one
+   * (buildUrlWithStandardPort, where URL.search and URL.hash are empty for
+   * an empty query or fragment, so a bare '?' or '#' is lost). */
+  std::string WithPort() const {
+    if (!url_.port.empty()) return SerializeWebUrl(url_);
+    std::string out = url_.scheme + "://" + url_.username;
+    if (!url_.password.empty()) out += ":" + url_.password;
+    if (!url_.username.empty() || !url_.password.empty()) out += "@";
+    out += url_.host + ":" + std::string(DefaultPort(url_)) + url_.path;
+    if (url_.query && !url_.query->empty()) out += "?" + *url_.query;
+    if (url_.fragment && !url_.fragment->empty()) out += "#" + *url_.fragment;
+    return out;
+  }
+
+  void Add(std::string candidate) {
+    if (std::find(list_.begin(), list_.end(), candidate) == list_.end())
+      list_.push_back(std::move(candidate));
+  }
+
+  const WebUrl &url_;
+  std::vector<std::string> list_;
+  std::string without_port_, with_port_;
+  int stage_ = 0;
+};
 
 Verdict VerifyTwilio(const VerifyRequest &req) {
   std::optional<std::string_view> sig = FindSignatureHeader(req, "X-Twilio-Signature");
   if (!sig || !req.url || TrimSpaces(*req.url).empty()) return Verdict::kMissingSignature;
   std::string_view url = *req.url;
-  std::vector<std::string> candidates = TwilioUrlCandidates(url);
-  if (candidates.empty()) return Verdict::kSignatureMismatch;
+  WebUrl parsed;
+  if (!ParseWebUrl(url, &parsed)) return Verdict::kSignatureMismatch;
 
   /* As twilio-node: "bodySHA256" anywhere past the first byte means JSON. */
   size_t marker = url.find("bodySHA256");
   bool json_body = marker != std::string_view::npos && marker > 0;
   std::string params;
   if (!json_body) {
-    std::vector<FormField> fields;
-    if (!ParseForm(req.body, &fields)) return Verdict::kSignatureMismatch;
-    params = TwilioParamString(fields);
+    Form form;
+    if (!ParseForm(req.body, &form)) return Verdict::kSignatureMismatch;
+    params = TwilioParamString(form.fields);
   }
 
+  UrlVariants variants(parsed);
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
-    for (const std::string &candidate : candidates) {
-      size_t n = Hmac(Algorithm::kSha1, req.secrets[i], {candidate, params}, mac);
+    for (size_t v = 0; const std::string *candidate = variants.Get(v); ++v) {
+      size_t n = Hmac(Algorithm::kSha1, req.secrets[i], {*candidate, params}, mac);
       if (ConstantTimeEqual(Base64Encode(MacBytes(mac, n)), *sig)) {
         found = true;
         break;
@@ -257,8 +319,6 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   if (!found) return Verdict::kSignatureMismatch;
 
   if (json_body) {
-    WebUrl parsed;
-    if (!ParseWebUrl(url, &parsed)) return Verdict::kSignatureMismatch;
     std::string given = parsed.query ? QueryParam(*parsed.query, "bodySHA256") : "";
     unsigned char digest[kSha256Size];
     Sha256(req.body, digest);
@@ -273,51 +333,54 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
 std::vector<std::string> TwilioUrlCandidates(std::string_view url) {
   WebUrl parsed;
   if (!ParseWebUrl(url, &parsed)) return {};
-
-  WebUrl portless = parsed;
-  portless.port.clear();
-  std::string without_port = SerializeWebUrl(portless);
-
-  std::string with_port;
-  if (!parsed.port.empty()) {
-    with_port = SerializeWebUrl(parsed);
-  } else {
-    /* buildUrlWithStandardPort: URL.search and URL.hash are empty strings
-     * for an empty query or fragment, so a bare '?' or '#' is lost. */
-    with_port = parsed.scheme + "://" + parsed.username;
-    if (!parsed.password.empty()) with_port += ":" + parsed.password;
-    if (!parsed.username.empty() || !parsed.password.empty()) with_port += "@";
-    with_port += parsed.host + ":" + std::string(DefaultPort(parsed)) + parsed.path;
-    if (parsed.query && !parsed.query->empty()) with_port += "?" + *parsed.query;
-    if (parsed.fragment && !parsed.fragment->empty()) with_port += "#" + *parsed.fragment;
-  }
-
+  UrlVariants variants(parsed);
   std::vector<std::string> out;
-  std::string legacy_without = WithLegacyQuerystring(without_port);
-  std::string legacy_with = WithLegacyQuerystring(with_port);
-  for (std::string *candidate : {&without_port, &with_port, &legacy_without, &legacy_with}) {
-    if (std::find(out.begin(), out.end(), *candidate) == out.end())
-      out.push_back(std::move(*candidate));
-  }
+  for (size_t v = 0; const std::string *candidate = variants.Get(v); ++v)
+    out.push_back(*candidate);
   return out;
 }
 
 std::string TwilioParamString(const std::vector<FormField> &fields) {
-  std::vector<const FormField *> sorted;
+  /* Sort entries carry the first 8 bytes of the name as a big-endian number:
+   * for ASCII text its order is byte order, which is UTF-16 order there, so
+   * most comparisons are one integer comparison. */
+  struct Entry {
+    uint64_t key;
+    bool ascii;
+    const FormField *field;
+  };
+  std::vector<Entry> sorted;
   sorted.reserve(fields.size());
-  for (const FormField &f : fields) sorted.push_back(&f);
-  std::sort(sorted.begin(), sorted.end(), [](const FormField *a, const FormField *b) {
-    if (a->name != b->name) return Utf16Less(a->name, b->name);
-    return Utf16Less(a->value, b->value);
+  size_t total = 0;
+  for (const FormField &f : fields) {
+    uint64_t key = 0;
+    for (size_t i = 0; i < 8; ++i)
+      key = (key << 8) | (i < f.name.size() ? static_cast<unsigned char>(f.name[i]) : 0);
+    bool ascii = true;
+    for (char c : f.name) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+    for (char c : f.value) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+    sorted.push_back({key, ascii, &f});
+    total += f.name.size() + f.value.size();
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const Entry &a, const Entry &b) {
+    if (a.ascii && b.ascii) {
+      if (a.key != b.key) return a.key < b.key;
+      int c = a.field->name.compare(b.field->name);
+      return c != 0 ? c < 0 : a.field->value < b.field->value;
+    }
+    int c = Utf16Compare(a.field->name, b.field->name);
+    return c != 0 ? c < 0 : Utf16Compare(a.field->value, b.field->value) < 0;
   });
   std::string out;
+  out.reserve(total);
   const FormField *previous = nullptr;
-  for (const FormField *f : sorted) {
+  for (const Entry &e : sorted) {
+    const FormField *f = e.field;
     /* twilio-node keeps each value of a repeated name once (a Set). */
     if (previous != nullptr && previous->name == f->name && previous->value == f->value)
       continue;
-    out += f->name;
-    out += f->value;
+    out.append(f->name);
+    out.append(f->value);
     previous = f;
   }
   return out;
@@ -332,7 +395,11 @@ std::string QueryParam(std::string_view query, std::string_view name) {
     pos = amp + 1;
     if (piece.empty()) continue;
     size_t eq = piece.find('=');
-    if (DecodeQueryComponent(piece.substr(0, eq)) == name)
+    std::string_view raw = piece.substr(0, eq);
+    bool plain = raw.find_first_of("%+") == std::string_view::npos &&
+                 std::all_of(raw.begin(), raw.end(),
+                             [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (plain ? raw == name : DecodeQueryComponent(raw) == name)
       return eq == std::string_view::npos ? std::string()
                                           : DecodeQueryComponent(piece.substr(eq + 1));
   }
