@@ -13,7 +13,6 @@
 #include <openssl/params.h>
 
 #include <cctype>
-#include <memory>
 
 #include "core/status.h"
 #include "core/cpp_only.h"
@@ -83,12 +82,6 @@ const EVP_MD *Sha256Md() {
   return md;
 }
 
-struct EncodeCtxFree {
-  void operator()(EVP_ENCODE_CTX *ctx) const noexcept {
-    EVP_ENCODE_CTX_free(ctx);
-  }
-};
-
 }  // namespace
 
 bool ParseAlgorithm(std::string_view name, Algorithm *out) noexcept {
@@ -153,7 +146,8 @@ std::string HexEncode(std::string_view bytes) {
                             bytes.size(), '\0') != 1)
     OpenSslFailure("OPENSSL_buf2hexstr_ex");
   text.resize(written > 0 ? written - 1 : 0);
-  for (char &c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char &c : text)
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
   return text;
 }
 
@@ -206,31 +200,28 @@ bool Base64Decode(std::string_view text, std::string *out) {
   }
   if (data_len % 4 == 1) return false;
   if (pad > 0 && (data_len + pad) % 4 != 0) return false;
-  std::string padded(text.substr(0, data_len));
-  while (padded.size() % 4 != 0) padded.push_back('=');
-  if (padded.empty()) return true;
+  /* Complete the padding when the sender left it out. */
+  std::string_view src = text;
+  std::string padded;
+  if (text.size() % 4 != 0) {
+    padded.assign(text.data(), text.size());
+    padded.append(4 - text.size() % 4, '=');
+    src = padded;
+  }
+  if (src.empty()) return true;
 
-  std::unique_ptr<EVP_ENCODE_CTX, EncodeCtxFree> ctx(EVP_ENCODE_CTX_new());
-  if (!ctx) throw std::bad_alloc();
-  EVP_DecodeInit(ctx.get());
-  out->resize(padded.size() / 4 * 3 + 3);
-  int len = 0;
-  int total = 0;
-  if (EVP_DecodeUpdate(ctx.get(), reinterpret_cast<unsigned char *>(out->data()),
-                       &len, reinterpret_cast<const unsigned char *>(padded.data()),
-                       static_cast<int>(padded.size())) < 0) {
+  /* EVP_DecodeBlock writes 3 bytes per 4 characters, counting the bytes
+   * that padding stands for; those are dropped. */
+  out->resize(src.size() / 4 * 3);
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out->data()),
+                          reinterpret_cast<const unsigned char *>(src.data()),
+                          static_cast<int>(src.size()));
+  size_t padding = src.size() - data_len;
+  if (n < 0 || static_cast<size_t>(n) != out->size() || padding > out->size()) {
     out->clear();
     return false;
   }
-  total = len;
-  if (EVP_DecodeFinal(ctx.get(),
-                      reinterpret_cast<unsigned char *>(out->data()) + total,
-                      &len) != 1) {
-    out->clear();
-    return false;
-  }
-  total += len;
-  out->resize(static_cast<size_t>(total));
+  out->resize(out->size() - padding);
   return true;
 }
 

@@ -32,39 +32,55 @@ char Lower(char c) noexcept {
 
 /* The percent-encode sets of section 1.3, as predicates over one byte (every
  * byte of a non-ASCII character is above 0x7E and so always encoded). */
-bool InC0ControlSet(unsigned char c) noexcept { return c < 0x20 || c > 0x7e; }
-bool InFragmentSet(unsigned char c) noexcept {
+constexpr bool InC0ControlSet(unsigned char c) noexcept { return c < 0x20 || c > 0x7e; }
+constexpr bool InFragmentSet(unsigned char c) noexcept {
   return InC0ControlSet(c) || c == ' ' || c == '"' || c == '<' || c == '>' ||
          c == '`';
 }
-bool InQuerySet(unsigned char c) noexcept {
+constexpr bool InQuerySet(unsigned char c) noexcept {
   return InC0ControlSet(c) || c == ' ' || c == '"' || c == '#' || c == '<' ||
          c == '>';
 }
-bool InSpecialQuerySet(unsigned char c) noexcept {
+constexpr bool InSpecialQuerySet(unsigned char c) noexcept {
   return InQuerySet(c) || c == '\'';
 }
-bool InPathSet(unsigned char c) noexcept {
+constexpr bool InPathSet(unsigned char c) noexcept {
   return InQuerySet(c) || c == '?' || c == '`' || c == '{' || c == '}';
 }
-bool InUserinfoSet(unsigned char c) noexcept {
+constexpr bool InUserinfoSet(unsigned char c) noexcept {
   return InPathSet(c) || c == '/' || c == ':' || c == ';' || c == '=' ||
          c == '@' || (c >= '[' && c <= '^') || c == '|';
 }
 
-/* Appends s to out, percent-encoding the bytes in the set. */
-template <typename InSet>
-void AppendEncoded(std::string_view s, InSet in_set, std::string *out) {
+/* A percent-encode set as a table over bytes, built once from its
+ * predicate. */
+struct EncodeSet {
+  bool encode[256] = {};
+  template <typename InSet>
+  constexpr explicit EncodeSet(InSet in_set) noexcept {
+    for (int c = 0; c < 256; ++c) encode[c] = in_set(static_cast<unsigned char>(c));
+  }
+};
+
+constexpr EncodeSet kUserinfoSet(InUserinfoSet);
+constexpr EncodeSet kPathSet(InPathSet);
+constexpr EncodeSet kSpecialQuerySet(InSpecialQuerySet);
+constexpr EncodeSet kFragmentSet(InFragmentSet);
+
+/* Appends s to out, percent-encoding the bytes in the set; runs of bytes
+ * that need nothing are copied whole. */
+void AppendEncoded(std::string_view s, const EncodeSet &set, std::string *out) {
   static const char kHex[] = "0123456789ABCDEF";
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (in_set(u)) {
-      out->push_back('%');
-      out->push_back(kHex[u >> 4]);
-      out->push_back(kHex[u & 0xf]);
-    } else {
-      out->push_back(c);
-    }
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && !set.encode[static_cast<unsigned char>(s[run])]) ++run;
+    out->append(s.data() + i, run - i);
+    if (run == s.size()) break;
+    unsigned char u = static_cast<unsigned char>(s[run]);
+    char escaped[3] = {'%', kHex[u >> 4], kHex[u & 0xf]};
+    out->append(escaped, 3);
+    i = run + 1;
   }
 }
 
@@ -337,7 +353,9 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
   while (e > b && static_cast<unsigned char>(input[e - 1]) <= 0x20) --e;
   std::string_view s = input.substr(b, e - b);
   std::string cleaned;
-  if (s.find_first_of("\t\n\r") != std::string_view::npos) {
+  bool has_tab_or_newline = false;
+  for (char c : s) has_tab_or_newline |= c == '\t' || c == '\n' || c == '\r';
+  if (has_tab_or_newline) {
     cleaned.reserve(s.size());
     for (char c : s)
       if (c != '\t' && c != '\n' && c != '\r') cleaned.push_back(c);
@@ -373,10 +391,10 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
         userinfo.push_back(c);
     }
     size_t colon = userinfo.find(':');
-    AppendEncoded(std::string_view(userinfo).substr(0, colon), InUserinfoSet,
+    AppendEncoded(std::string_view(userinfo).substr(0, colon), kUserinfoSet,
                   &out->username);
     if (colon != std::string::npos)
-      AppendEncoded(std::string_view(userinfo).substr(colon + 1), InUserinfoSet,
+      AppendEncoded(std::string_view(userinfo).substr(colon + 1), kUserinfoSet,
                     &out->password);
     authority.remove_prefix(at + 1);
   }
@@ -411,10 +429,9 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
   while (path_end < s.size() && s[path_end] != '?' && s[path_end] != '#') ++path_end;
   std::string_view path = s.substr(auth_end, path_end - auth_end);
   if (!path.empty() && IsSlash(path[0])) path.remove_prefix(1);
-  /* Segments are appended to out->path as "/<segment>"; starts[k] is where
-   * the k-th begins, so ".." can drop the last one. */
+  /* Segments are appended to out->path as "/<segment>"; a segment never
+   * holds a '/', so ".." drops back to the last one. */
   out->path.reserve(path.size() + 1);
-  std::vector<size_t> starts;
   size_t pos = 0;
   while (true) {
     size_t slash = pos;
@@ -422,26 +439,13 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
     bool last = slash >= path.size();
     size_t start = out->path.size();
     out->path.push_back('/');
-    AppendEncoded(path.substr(pos, slash - pos), InPathSet, &out->path);
+    AppendEncoded(path.substr(pos, slash - pos), kPathSet, &out->path);
     std::string_view segment = std::string_view(out->path).substr(start + 1);
-    if (IsDoubleDot(segment)) {
+    bool double_dot = IsDoubleDot(segment);
+    if (double_dot || IsSingleDot(segment)) {
       out->path.resize(start);
-      if (!starts.empty()) {
-        out->path.resize(starts.back());
-        starts.pop_back();
-      }
-      if (last) {
-        starts.push_back(out->path.size());
-        out->path.push_back('/');
-      }
-    } else if (IsSingleDot(segment)) {
-      out->path.resize(start);
-      if (last) {
-        starts.push_back(out->path.size());
-        out->path.push_back('/');
-      }
-    } else {
-      starts.push_back(start);
+      if (double_dot && !out->path.empty()) out->path.resize(out->path.rfind('/'));
+      if (last) out->path.push_back('/');
     }
     if (last) break;
     pos = slash + 1;
@@ -453,12 +457,12 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
     q_end = s.find('#', path_end);
     if (q_end == std::string_view::npos) q_end = s.size();
     out->query.emplace();
-    AppendEncoded(s.substr(path_end + 1, q_end - path_end - 1), InSpecialQuerySet,
+    AppendEncoded(s.substr(path_end + 1, q_end - path_end - 1), kSpecialQuerySet,
                   &*out->query);
   }
   if (q_end < s.size()) {
     out->fragment.emplace();
-    AppendEncoded(s.substr(q_end + 1), InFragmentSet, &*out->fragment);
+    AppendEncoded(s.substr(q_end + 1), kFragmentSet, &*out->fragment);
   }
   return true;
 }

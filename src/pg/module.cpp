@@ -11,6 +11,7 @@ void		_PG_init(void);
 
 int			wi_max_body_bytes = 1024 * 1024;
 int			wi_max_event_id_bytes = 512;
+bool		wi_notify = true;
 
 /* Defines the webhook_idem.* settings and reserves the prefix. */
 void
@@ -37,6 +38,16 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("webhook_idem.notify",
+							 "Whether apply_event sends NOTIFY webhook_idem, '<source>' when it queues an event.",
+							 "PostgreSQL commits notifying transactions one at a time; intake that "
+							 "must not pay for that can turn this off and let workers poll.",
+							 &wi_notify,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("webhook_idem");
 }

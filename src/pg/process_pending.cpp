@@ -12,35 +12,38 @@ PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
 
 static SPIPlanPtr due_plan = NULL;
 
-/* Up to limit due events' ids, oldest due first. */
-static int
-FindDue(text *source, int limit, int64 **ids)
+/* The oldest due event that no one else holds and that is not in skip
+ * (row-locked for us), or 0 if there is none. */
+static int64
+NextDue(text *source, int64 *skip, int n_skip)
 {
-	static const Oid argtypes[2] = {TEXTOID, INT4OID};
+	static const Oid argtypes[2] = {TEXTOID, INT8ARRAYOID};
 	SPIPlanPtr	plan = KeepPlan(&due_plan,
 								"SELECT id FROM webhook_idem.events"
 								" WHERE status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}')"
 								"   AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
-								" ORDER BY next_attempt_at LIMIT $2",
+								"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+								" ORDER BY next_attempt_at LIMIT 1"
+								" FOR UPDATE SKIP LOCKED",
 								2, argtypes);
-	Datum		args[2] = {PointerGetDatum(source), Int32GetDatum(limit)};
+	Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (n_skip + 1));
+	Datum		args[2];
 	char		nulls[2] = {source ? ' ' : 'n', ' '};
-	int			rc = SPI_execute_plan(plan, args, nulls, false, limit);
-	int			n;
+	bool		isnull;
+	int			rc;
 
+	for (int i = 0; i < n_skip; i++)
+		elems[i] = Int64GetDatum(skip[i]);
+	args[0] = PointerGetDatum(source);
+	args[1] = PointerGetDatum(construct_array(elems, n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
+											  TYPALIGN_DOUBLE));
+	rc = SPI_execute_plan(plan, args, nulls, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
-	n = (int) SPI_processed;
-	*ids = (int64 *) palloc(sizeof(int64) * (n + 1));
-	for (int i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		(*ids)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
-												&isnull));
-	}
-	return n;
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*
@@ -126,23 +129,31 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 				 errmsg("max_events must not be negative")));
 
 	SPI_connect();
-	while (done < max_events)
 	{
-		int64	   *ids;
-		int			n = FindDue(source, max_events - done, &ids);
-		int			taken = 0;
+		/* Events we row-locked but could not take (a delivery holds them). */
+		int64	   *skip = (int64 *) palloc(sizeof(int64) * 16);
+		int			n_skip = 0;
+		int			cap = 16;
 
-		for (int i = 0; i < n && done < max_events; i++)
+		while (done < max_events)
 		{
+			int64		id = NextDue(source, skip, n_skip);
+
 			CHECK_FOR_INTERRUPTS();
-			if (ProcessOne(ids[i]))
-			{
+			if (id == 0)
+				break;
+			if (ProcessOne(id))
 				done++;
-				taken++;
+			else
+			{
+				if (n_skip == cap)
+				{
+					cap *= 2;
+					skip = (int64 *) repalloc(skip, sizeof(int64) * cap);
+				}
+				skip[n_skip++] = id;
 			}
 		}
-		if (taken == 0)
-			break;				/* all that is due is someone else's now */
 	}
 	SPI_finish();
 	PG_RETURN_INT32(done);

@@ -13,6 +13,7 @@
 /* Settings (module.cpp). */
 extern int	wi_max_body_bytes;
 extern int	wi_max_event_id_bytes;
+extern bool wi_notify;
 
 /* Converts a PostgreSQL timestamp to microseconds since the Unix epoch. */
 int64		TimestampToUnixMicros(TimestampTz ts);

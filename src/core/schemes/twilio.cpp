@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/crypto.h"
@@ -39,6 +40,10 @@ int HexValue(char c) noexcept {
  * subpart (the WHATWG UTF-8 decoder, as Buffer#toString and
  * URLSearchParams decode). */
 std::string DecodeQueryComponent(std::string_view s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) {
+        return c != '%' && c != '+' && static_cast<unsigned char>(c) < 0x80;
+      }))
+    return std::string(s);
   std::string bytes;
   bytes.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
@@ -187,6 +192,19 @@ std::string WithLegacyQuerystring(const std::string &url) {
   std::string requery = LegacyRequery(*parsed.query);
   parsed.query.reset();
   return SerializeWebUrl(parsed) + "?" + requery;
+}
+
+/* Whether every byte of s is below 0x80 (eight at a time). */
+bool IsAscii(std::string_view s) noexcept {
+  uint64_t high = 0;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    high |= w;
+  }
+  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+  return (high & 0x8080808080808080ULL) == 0;
 }
 
 /* The token of UTF-8 text s at i: the code point's UTF-16 code units (one,
@@ -354,11 +372,9 @@ std::string TwilioParamString(const std::vector<FormField> &fields) {
   size_t total = 0;
   for (const FormField &f : fields) {
     uint64_t key = 0;
-    for (size_t i = 0; i < 8; ++i)
-      key = (key << 8) | (i < f.name.size() ? static_cast<unsigned char>(f.name[i]) : 0);
-    bool ascii = true;
-    for (char c : f.name) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
-    for (char c : f.value) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+    std::memcpy(&key, f.name.data(), f.name.size() < 8 ? f.name.size() : 8);
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) key = __builtin_bswap64(key);
+    bool ascii = IsAscii(f.name) && IsAscii(f.value);
     sorted.push_back({key, ascii, &f});
     total += f.name.size() + f.value.size();
   }
@@ -371,18 +387,21 @@ std::string TwilioParamString(const std::vector<FormField> &fields) {
     int c = Utf16Compare(a.field->name, b.field->name);
     return c != 0 ? c < 0 : Utf16Compare(a.field->value, b.field->value) < 0;
   });
-  std::string out;
-  out.reserve(total);
+  std::string out(total, '\0');
+  char *w = out.data();
   const FormField *previous = nullptr;
   for (const Entry &e : sorted) {
     const FormField *f = e.field;
     /* twilio-node keeps each value of a repeated name once (a Set). */
     if (previous != nullptr && previous->name == f->name && previous->value == f->value)
       continue;
-    out.append(f->name);
-    out.append(f->value);
+    if (!f->name.empty()) std::memcpy(w, f->name.data(), f->name.size());
+    w += f->name.size();
+    if (!f->value.empty()) std::memcpy(w, f->value.data(), f->value.size());
+    w += f->value.size();
     previous = f;
   }
+  out.resize(static_cast<size_t>(w - out.data()));
   return out;
 }
 
@@ -396,9 +415,9 @@ std::string QueryParam(std::string_view query, std::string_view name) {
     if (piece.empty()) continue;
     size_t eq = piece.find('=');
     std::string_view raw = piece.substr(0, eq);
-    bool plain = raw.find_first_of("%+") == std::string_view::npos &&
-                 std::all_of(raw.begin(), raw.end(),
-                             [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    bool plain = std::all_of(raw.begin(), raw.end(), [](char c) {
+      return c != '%' && c != '+' && static_cast<unsigned char>(c) < 0x80;
+    });
     if (plain ? raw == name : DecodeQueryComponent(raw) == name)
       return eq == std::string_view::npos ? std::string()
                                           : DecodeQueryComponent(piece.substr(eq + 1));
