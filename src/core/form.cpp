@@ -45,7 +45,8 @@ size_t CountByte(std::string_view s, char c) noexcept {
   if (kLittleEndian)
     for (; i + 8 <= s.size(); i += 8)
       /* One 0x01 per match, summed into the top byte. */
-      n += static_cast<size_t>(((BytesEqual(LoadWord(s.data() + i), u) >> 7) * kOnes) >> 56);
+      n += static_cast<size_t>(
+          ((BytesEqual(LoadWord(s.data() + i), u) >> 7) * kOnes) >> 56);
   for (; i < s.size(); ++i) n += s[i] == c;
   return n;
 }

@@ -17,7 +17,9 @@ namespace {
 bool IsAlpha(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-bool IsDigit(char c) noexcept { return c >= '0' && c <= '9'; }
+bool IsDigit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
 bool IsHex(char c) noexcept {
   return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -32,7 +34,9 @@ char Lower(char c) noexcept {
 
 /* The percent-encode sets of section 1.3, as predicates over one byte (every
  * byte of a non-ASCII character is above 0x7E and so always encoded). */
-constexpr bool InC0ControlSet(unsigned char c) noexcept { return c < 0x20 || c > 0x7e; }
+constexpr bool InC0ControlSet(unsigned char c) noexcept {
+  return c < 0x20 || c > 0x7e;
+}
 constexpr bool InFragmentSet(unsigned char c) noexcept {
   return InC0ControlSet(c) || c == ' ' || c == '"' || c == '<' || c == '>' ||
          c == '`';
@@ -58,7 +62,8 @@ struct EncodeSet {
   bool encode[256] = {};
   template <typename InSet>
   constexpr explicit EncodeSet(InSet in_set) noexcept {
-    for (int c = 0; c < 256; ++c) encode[c] = in_set(static_cast<unsigned char>(c));
+    for (int c = 0; c < 256; ++c)
+      encode[c] = in_set(static_cast<unsigned char>(c));
   }
 };
 
@@ -74,7 +79,8 @@ void AppendEncoded(std::string_view s, const EncodeSet &set, std::string *out) {
   size_t i = 0;
   while (i < s.size()) {
     size_t run = i;
-    while (run < s.size() && !set.encode[static_cast<unsigned char>(s[run])]) ++run;
+    while (run < s.size() && !set.encode[static_cast<unsigned char>(s[run])])
+      ++run;
     out->append(s.data() + i, run - i);
     if (run == s.size()) break;
     unsigned char u = static_cast<unsigned char>(s[run]);
@@ -90,7 +96,8 @@ std::string PercentDecode(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      out.push_back(
+          static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
       i += 2;
     } else {
       out.push_back(s[i]);
@@ -146,7 +153,8 @@ std::vector<std::string_view> SplitDots(std::string_view s) {
 bool EndsInANumber(std::string_view host) {
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   size_t dot = host.rfind('.');
-  std::string_view last = dot == std::string_view::npos ? host : host.substr(dot + 1);
+  std::string_view last =
+      dot == std::string_view::npos ? host : host.substr(dot + 1);
   bool all_digits = !last.empty();
   for (char c : last) all_digits = all_digits && IsDigit(c);
   uint64_t ignored;
@@ -166,7 +174,8 @@ bool ParseIpv4(std::string_view host, std::string *out) {
   }
   for (size_t i = 0; i + 1 < numbers.size(); ++i)
     if (numbers[i] > 255) return false;
-  if (numbers.back() >= (uint64_t{1} << (8 * (5 - numbers.size())))) return false;
+  if (numbers.back() >= (uint64_t{1} << (8 * (5 - numbers.size()))))
+    return false;
   uint64_t ipv4 = numbers.back();
   for (size_t i = 0; i + 1 < numbers.size(); ++i)
     ipv4 += numbers[i] << (8 * (3 - i));
@@ -231,7 +240,8 @@ bool ParseIpv6(std::string_view in, std::string *out) {
           if (ipv4_piece > 255) return false;
           ++p;
         }
-        address[piece] = static_cast<uint16_t>(address[piece] * 0x100 + ipv4_piece);
+        address[piece] =
+            static_cast<uint16_t>(address[piece] * 0x100 + ipv4_piece);
         ++numbers_seen;
         if (numbers_seen == 2 || numbers_seen == 4) ++piece;
       }
@@ -313,8 +323,19 @@ bool ParseHost(std::string_view input, std::string *out) {
     /* Non-ASCII needs UTS 46 processing, which is out of scope. */
     if (u >= 0x7f || u <= 0x20) return false;
     switch (c) {
-      case '#': case '%': case '/': case ':': case '<': case '>': case '?':
-      case '@': case '[': case '\\': case ']': case '^': case '|':
+      case '#':
+      case '%':
+      case '/':
+      case ':':
+      case '<':
+      case '>':
+      case '?':
+      case '@':
+      case '[':
+      case '\\':
+      case ']':
+      case '^':
+      case '|':
         return false;
       default:
         break;
@@ -330,13 +351,19 @@ bool IsSingleDot(std::string_view s) noexcept {
   return s == "." || s == "%2e" || s == "%2E";
 }
 bool IsDoubleDot(std::string_view s) noexcept {
-  auto dot = [](std::string_view t) { return t == "." || t == "%2e" || t == "%2E"; };
+  auto dot = [](std::string_view t) {
+    return t == "." || t == "%2e" || t == "%2E";
+  };
   if (s.size() == 2) return s == "..";
-  if (s.size() == 4) return (s[0] == '.' && dot(s.substr(1))) || (s[3] == '.' && dot(s.substr(0, 3)));
+  if (s.size() == 4)
+    return (s[0] == '.' && dot(s.substr(1))) ||
+           (s[3] == '.' && dot(s.substr(0, 3)));
   return s.size() == 6 && dot(s.substr(0, 3)) && dot(s.substr(3));
 }
 
-bool IsSlash(char c) noexcept { return c == '/' || c == '\\'; }
+bool IsSlash(char c) noexcept {
+  return c == '/' || c == '\\';
+}
 
 }  // namespace
 
@@ -426,7 +453,8 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
 
   /* Path: one leading slash is the path's own; dot segments are resolved. */
   size_t path_end = auth_end;
-  while (path_end < s.size() && s[path_end] != '?' && s[path_end] != '#') ++path_end;
+  while (path_end < s.size() && s[path_end] != '?' && s[path_end] != '#')
+    ++path_end;
   std::string_view path = s.substr(auth_end, path_end - auth_end);
   if (!path.empty() && IsSlash(path[0])) path.remove_prefix(1);
   /* Segments are appended to out->path as "/<segment>"; a segment never
@@ -444,7 +472,8 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
     bool double_dot = IsDoubleDot(segment);
     if (double_dot || IsSingleDot(segment)) {
       out->path.resize(start);
-      if (double_dot && !out->path.empty()) out->path.resize(out->path.rfind('/'));
+      if (double_dot && !out->path.empty())
+        out->path.resize(out->path.rfind('/'));
       if (last) out->path.push_back('/');
     }
     if (last) break;
@@ -457,8 +486,8 @@ bool ParseWebUrl(std::string_view input, WebUrl *out) {
     q_end = s.find('#', path_end);
     if (q_end == std::string_view::npos) q_end = s.size();
     out->query.emplace();
-    AppendEncoded(s.substr(path_end + 1, q_end - path_end - 1), kSpecialQuerySet,
-                  &*out->query);
+    AppendEncoded(s.substr(path_end + 1, q_end - path_end - 1),
+                  kSpecialQuerySet, &*out->query);
   }
   if (q_end < s.size()) {
     out->fragment.emplace();

@@ -83,6 +83,13 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
 	int			rc;
 
+	if (!IsolationUsesXactSnapshot())
+	{
+		int			found = LookupEventDirect(source, event_id, row);
+
+		if (found >= 0)
+			return found == 1;
+	}
 	if (IsolationUsesXactSnapshot())
 	{
 		/*
@@ -166,6 +173,10 @@ InsertEvent(int64 id, const char *source, const char *event_id, const char *stat
 	char		nulls[12];
 	bool		applied = strcmp(status, "applied") == 0;
 	int			rc;
+
+	if (InsertEventDirect(id, source, event_id, status, payload, sha, attempts, received_at,
+						  result, last_error, due_now))
+		return;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int64GetDatum(id);

@@ -39,6 +39,17 @@ SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *arg
  * recorded or changed it. */
 bool		LookupEvent(const char *source, const char *event_id, EventRow *row);
 
+/* LookupEvent without SPI, for READ COMMITTED: 1 found, 0 not found, -1
+ * if the table is not as the extension made it (use LookupEvent). */
+int			LookupEventDirect(const char *source, const char *event_id, EventRow *row);
+
+/* InsertEvent without SPI; false (nothing done) if the table is not as the
+ * extension made it (use InsertEvent). */
+bool		InsertEventDirect(int64 id, const char *source, const char *event_id,
+							  const char *status, Jsonb *payload, bytea *sha, int32 attempts,
+							  TimestampTz received_at, Jsonb *result, const char *last_error,
+							  bool due_now);
+
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);

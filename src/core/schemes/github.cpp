@@ -46,11 +46,8 @@ Verdict VerifyGithub(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kGithubScheme = {
-    "github",
-    true,
-    {"header:X-GitHub-Delivery", nullptr},
-    VerifyGithub,
-    nullptr,
+    "github",     true,    {"header:X-GitHub-Delivery", nullptr},
+    VerifyGithub, nullptr,
 };
 
 }  // namespace wi

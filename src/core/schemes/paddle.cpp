@@ -48,7 +48,8 @@ PaddleSignature ParsePaddleSignature(std::string_view header) {
 namespace {
 
 Verdict VerifyPaddle(const VerifyRequest &req) {
-  std::optional<std::string_view> header = FindSignatureHeader(req, "Paddle-Signature");
+  std::optional<std::string_view> header =
+      FindSignatureHeader(req, "Paddle-Signature");
   if (!header) return Verdict::kMissingSignature;
   PaddleSignature parsed = ParsePaddleSignature(*header);
   if (!parsed.has_timestamp || parsed.h1.empty())
@@ -63,7 +64,8 @@ Verdict VerifyPaddle(const VerifyRequest &req) {
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
-    size_t n = Hmac(Algorithm::kSha256, req.secrets[i], {t, ":", req.body}, mac);
+    size_t n =
+        Hmac(Algorithm::kSha256, req.secrets[i], {t, ":", req.body}, mac);
     std::string expected = HexEncode(MacBytes(mac, n));
     for (std::string_view h1 : parsed.h1)
       if (ConstantTimeEqual(expected, h1)) found = true;
@@ -74,11 +76,7 @@ Verdict VerifyPaddle(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kPaddleScheme = {
-    "paddle",
-    true,
-    {"$.event_id", nullptr},
-    VerifyPaddle,
-    nullptr,
+    "paddle", true, {"$.event_id", nullptr}, VerifyPaddle, nullptr,
 };
 
 }  // namespace wi

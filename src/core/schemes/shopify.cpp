@@ -34,11 +34,8 @@ Verdict VerifyShopify(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kShopifyScheme = {
-    "shopify",
-    true,
-    {"header:X-Shopify-Webhook-Id", nullptr},
-    VerifyShopify,
-    nullptr,
+    "shopify",     true,    {"header:X-Shopify-Webhook-Id", nullptr},
+    VerifyShopify, nullptr,
 };
 
 }  // namespace wi

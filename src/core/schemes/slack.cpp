@@ -17,7 +17,8 @@ namespace wi {
 namespace {
 
 Verdict VerifySlack(const VerifyRequest &req) {
-  std::optional<std::string_view> sig = FindSignatureHeader(req, "X-Slack-Signature");
+  std::optional<std::string_view> sig =
+      FindSignatureHeader(req, "X-Slack-Signature");
   std::optional<std::string_view> ts_text =
       FindSignatureHeader(req, "X-Slack-Request-Timestamp");
   if (!sig || !ts_text) return Verdict::kMissingSignature;
@@ -41,11 +42,7 @@ Verdict VerifySlack(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kSlackScheme = {
-    "slack",
-    true,
-    {"$.event_id", nullptr},
-    VerifySlack,
-    nullptr,
+    "slack", true, {"$.event_id", nullptr}, VerifySlack, nullptr,
 };
 
 }  // namespace wi

@@ -24,7 +24,8 @@ Verdict VerifySquare(const VerifyRequest &req) {
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
-    size_t n = Hmac(Algorithm::kSha256, req.secrets[i], {*req.url, req.body}, mac);
+    size_t n =
+        Hmac(Algorithm::kSha256, req.secrets[i], {*req.url, req.body}, mac);
     found = ConstantTimeEqual(Base64Encode(MacBytes(mac, n)), *sig);
   }
   return found ? Verdict::kValid : Verdict::kSignatureMismatch;
@@ -33,11 +34,7 @@ Verdict VerifySquare(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kSquareScheme = {
-    "square",
-    true,
-    {"$.event_id", nullptr},
-    VerifySquare,
-    nullptr,
+    "square", true, {"$.event_id", nullptr}, VerifySquare, nullptr,
 };
 
 }  // namespace wi

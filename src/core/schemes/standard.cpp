@@ -18,7 +18,8 @@
 
 namespace wi {
 
-std::vector<StandardSignature> ParseStandardSignatures(std::string_view header) {
+std::vector<StandardSignature> ParseStandardSignatures(
+    std::string_view header) {
   std::vector<StandardSignature> out;
   size_t pos = 0;
   while (pos <= header.size()) {
@@ -86,7 +87,8 @@ Verdict VerifyStandard(const VerifyRequest &req) {
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
     if (!DecodeStandardSecret(req.secrets[i], &key)) continue;
-    size_t n = Hmac(Algorithm::kSha256, key, {h.id, ".", t, ".", req.body}, mac);
+    size_t n =
+        Hmac(Algorithm::kSha256, key, {h.id, ".", t, ".", req.body}, mac);
     std::string expected = Base64Encode(MacBytes(mac, n));
     for (const StandardSignature &s : sigs)
       if (s.version == "v1" && ConstantTimeEqual(expected, s.signature))

@@ -27,7 +27,8 @@ namespace wi {
 namespace {
 
 bool IsHex(char c) noexcept {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+         (c >= 'A' && c <= 'F');
 }
 int HexValue(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
@@ -49,8 +50,10 @@ std::string DecodeQueryComponent(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       bytes.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      bytes.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+    } else if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) &&
+               IsHex(s[i + 2])) {
+      bytes.push_back(
+          static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
       i += 2;
     } else {
       bytes.push_back(s[i]);
@@ -85,7 +88,8 @@ std::string DecodeQueryComponent(std::string_view s) {
     size_t j = i + 1;
     bool ok = true;
     for (size_t k = 0; k < need; ++k, ++j) {
-      unsigned char d = j < bytes.size() ? static_cast<unsigned char>(bytes[j]) : 0;
+      unsigned char d =
+          j < bytes.size() ? static_cast<unsigned char>(bytes[j]) : 0;
       if (j >= bytes.size() || d < lo || d > hi) {
         ok = false;
         break;
@@ -126,7 +130,8 @@ void AppendQuerystringEscaped(std::string_view s, std::string *out) {
 /* Whether key is a JavaScript array index ("0".."4294967294", canonical);
  * such keys come first, in numeric order, in an object's key order. */
 bool IsArrayIndex(std::string_view key, uint64_t *value) noexcept {
-  if (key.empty() || key.size() > 10 || (key.size() > 1 && key[0] == '0')) return false;
+  if (key.empty() || key.size() > 10 || (key.size() > 1 && key[0] == '0'))
+    return false;
   uint64_t v = 0;
   for (char c : key) {
     if (c < '0' || c > '9') return false;
@@ -154,8 +159,9 @@ std::string LegacyRequery(std::string_view query) {
     if (piece.empty()) continue;
     size_t eq = piece.find('=');
     std::string key = DecodeQueryComponent(piece.substr(0, eq));
-    std::string value =
-        eq == std::string_view::npos ? std::string() : DecodeQueryComponent(piece.substr(eq + 1));
+    std::string value = eq == std::string_view::npos
+                            ? std::string()
+                            : DecodeQueryComponent(piece.substr(eq + 1));
     auto [it, inserted] = index.emplace(key, entries.size());
     if (inserted) entries.push_back({std::move(key), {}});
     entries[it->second].values.push_back(std::move(value));
@@ -188,7 +194,8 @@ std::string LegacyRequery(std::string_view query) {
 /* twilio-node's withLegacyQuerystring: url itself when it has no query. */
 std::string WithLegacyQuerystring(const std::string &url) {
   WebUrl parsed;
-  if (!ParseWebUrl(url, &parsed) || !parsed.query || parsed.query->empty()) return url;
+  if (!ParseWebUrl(url, &parsed) || !parsed.query || parsed.query->empty())
+    return url;
   std::string requery = LegacyRequery(*parsed.query);
   parsed.query.reset();
   return SerializeWebUrl(parsed) + "?" + requery;
@@ -210,11 +217,15 @@ bool IsAscii(std::string_view s) noexcept {
 /* The token of UTF-8 text s at i: the code point's UTF-16 code units (one,
  * or a surrogate pair from U+10000) and its length in bytes. A byte that
  * cannot start a complete sequence is a token of its own. */
-size_t Utf16Token(std::string_view s, size_t i, uint32_t *high, uint32_t *low) noexcept {
+size_t Utf16Token(std::string_view s, size_t i, uint32_t *high,
+                  uint32_t *low) noexcept {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t len = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
   if (i + len > s.size()) len = 1;
-  uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+  uint32_t cp = len == 1   ? c
+                : len == 2 ? (c & 0x1F)
+                : len == 3 ? (c & 0x0F)
+                           : (c & 0x07);
   for (size_t k = 1; k < len; ++k)
     cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   *high = cp;
@@ -233,7 +244,8 @@ size_t Utf16Token(std::string_view s, size_t i, uint32_t *high, uint32_t *low) n
 int Utf16Compare(std::string_view a, std::string_view b) noexcept {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[j]);
+    unsigned char x = static_cast<unsigned char>(a[i]),
+                  y = static_cast<unsigned char>(b[j]);
     if (x < 0x80 && y < 0x80) {
       if (x != y) return x < y ? -1 : 1;
       ++i;
@@ -306,8 +318,10 @@ class UrlVariants {
 };
 
 Verdict VerifyTwilio(const VerifyRequest &req) {
-  std::optional<std::string_view> sig = FindSignatureHeader(req, "X-Twilio-Signature");
-  if (!sig || !req.url || TrimSpaces(*req.url).empty()) return Verdict::kMissingSignature;
+  std::optional<std::string_view> sig =
+      FindSignatureHeader(req, "X-Twilio-Signature");
+  if (!sig || !req.url || TrimSpaces(*req.url).empty())
+    return Verdict::kMissingSignature;
   std::string_view url = *req.url;
   WebUrl parsed;
   if (!ParseWebUrl(url, &parsed)) return Verdict::kSignatureMismatch;
@@ -327,7 +341,8 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
     for (size_t v = 0; const std::string *candidate = variants.Get(v); ++v) {
-      size_t n = Hmac(Algorithm::kSha1, req.secrets[i], {*candidate, params}, mac);
+      size_t n =
+          Hmac(Algorithm::kSha1, req.secrets[i], {*candidate, params}, mac);
       if (ConstantTimeEqual(Base64Encode(MacBytes(mac, n)), *sig)) {
         found = true;
         break;
@@ -337,7 +352,8 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   if (!found) return Verdict::kSignatureMismatch;
 
   if (json_body) {
-    std::string given = parsed.query ? QueryParam(*parsed.query, "bodySHA256") : "";
+    std::string given =
+        parsed.query ? QueryParam(*parsed.query, "bodySHA256") : "";
     unsigned char digest[kSha256Size];
     Sha256(req.body, digest);
     if (!ConstantTimeEqual(HexEncode(MacBytes(digest, kSha256Size)), given))
@@ -393,7 +409,8 @@ std::string TwilioParamString(const std::vector<FormField> &fields) {
   for (const Entry &e : sorted) {
     const FormField *f = e.field;
     /* twilio-node keeps each value of a repeated name once (a Set). */
-    if (previous != nullptr && previous->name == f->name && previous->value == f->value)
+    if (previous != nullptr && previous->name == f->name &&
+        previous->value == f->value)
       continue;
     if (!f->name.empty()) std::memcpy(w, f->name.data(), f->name.size());
     w += f->name.size();
@@ -419,18 +436,16 @@ std::string QueryParam(std::string_view query, std::string_view name) {
       return c != '%' && c != '+' && static_cast<unsigned char>(c) < 0x80;
     });
     if (plain ? raw == name : DecodeQueryComponent(raw) == name)
-      return eq == std::string_view::npos ? std::string()
-                                          : DecodeQueryComponent(piece.substr(eq + 1));
+      return eq == std::string_view::npos
+                 ? std::string()
+                 : DecodeQueryComponent(piece.substr(eq + 1));
   }
   return std::string();
 }
 
 extern const Scheme kTwilioScheme = {
-    "twilio",
-    true,
-    {"header:I-Twilio-Idempotency-Token", nullptr},
-    VerifyTwilio,
-    nullptr,
+    "twilio",     true,    {"header:I-Twilio-Idempotency-Token", nullptr},
+    VerifyTwilio, nullptr,
 };
 
 }  // namespace wi
