@@ -154,6 +154,22 @@ SELECT source, event_id, status FROM webhook_idem.events WHERE event_id = 'body-
 SELECT source, mode, applied, failed, dead, duplicates_absorbed FROM webhook_idem.stats
  WHERE source IN ('stripe_t', 'generic') ORDER BY source;
 
+-- A user's trigger on webhook_idem.events is honoured: the first-delivery
+-- fast path (index and table access without SPI) steps aside for the
+-- ordinary statements whenever the table is not as the extension made it.
+CREATE TABLE billing.event_audit (event_id text, status text);
+CREATE FUNCTION billing.audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO billing.event_audit VALUES (NEW.event_id, NEW.status);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER audit AFTER INSERT ON webhook_idem.events FOR EACH ROW EXECUTE FUNCTION billing.audit();
+SELECT status FROM webhook_idem.apply_event('generic', '{"id": "audited"}');
+SELECT status FROM webhook_idem.apply_event('generic', '{"id": "audited"}');
+DROP TRIGGER audit ON webhook_idem.events;
+SELECT status FROM webhook_idem.apply_event('generic', '{"id": "not-audited"}');
+SELECT * FROM billing.event_audit;
+
 SELECT count(*) AS dropped FROM unnest(ARRAY['stripe_t', 'by_header', 'by_path', 'by_digest', 'generic', 'generic2']) AS s
  WHERE webhook_idem.drop_source(s, force => true);
 DROP SCHEMA billing CASCADE;
