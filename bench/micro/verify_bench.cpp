@@ -36,7 +36,9 @@ const std::string kStandardKey = "0123456789abcdef0123456789abcdef";
 
 /* A JSON body of exactly kBodySize bytes. */
 std::string JsonBody() {
-  std::string body = "{\"id\":\"evt_bench\",\"event_id\":\"evt_bench\",\"type\":\"bench\",\"pad\":\"";
+  std::string body =
+      "{\"id\":\"evt_bench\",\"event_id\":\"evt_bench\",\"type\":\"bench\","
+      "\"pad\":\"";
   body.append(kBodySize - body.size() - 2, 'x');
   body += "\"}";
   return body;
@@ -48,7 +50,8 @@ std::string FormBody() {
       "AccountSid=AC0123456789abcdef0123456789abcdef&ApiVersion=2010-04-01&"
       "Body=Hello+from+the+benchmark%21&From=%2B15550001111&To=%2B15550002222&"
       "MessageSid=SM0123456789abcdef0123456789abcdef&NumMedia=0&NumSegments=1&"
-      "SmsMessageSid=SM0123456789abcdef0123456789abcdef&SmsSid=SM0123456789abcdef"
+      "SmsMessageSid=SM0123456789abcdef0123456789abcdef&SmsSid="
+      "SM0123456789abcdef"
       "0123456789abcdef&SmsStatus=received&FromCity=SAN+FRANCISCO&FromState=CA&"
       "FromZip=94105&FromCountry=US&ToCity=&ToState=NY&ToZip=&ToCountry=US";
   for (int i = 0; body.size() < kBodySize - 16; ++i)
@@ -58,7 +61,8 @@ std::string FormBody() {
   return body;
 }
 
-std::string Mac(wi::Algorithm alg, const std::string &key, std::initializer_list<std::string_view> parts) {
+std::string Mac(wi::Algorithm alg, const std::string &key,
+                std::initializer_list<std::string_view> parts) {
   unsigned char mac[wi::kMaxDigestSize];
   size_t n = wi::Hmac(alg, key, parts, mac);
   return std::string(reinterpret_cast<char *>(mac), n);
@@ -79,55 +83,79 @@ std::vector<Case> MakeCases() {
   const std::string ts = std::to_string(kNow);
   std::vector<Case> cases;
 
-  cases.push_back({"stripe", wi::Algorithm::kSha256, json,
-                   {{"Stripe-Signature",
-                     "t=" + ts + ",v1=" +
-                         wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret, {ts, ".", json}))}},
-                   std::nullopt});
-  cases.push_back({"github", wi::Algorithm::kSha256, json,
+  cases.push_back(
+      {"stripe",
+       wi::Algorithm::kSha256,
+       json,
+       {{"Stripe-Signature", "t=" + ts + ",v1=" +
+                                 wi::HexEncode(Mac(wi::Algorithm::kSha256,
+                                                   kSecret, {ts, ".", json}))}},
+       std::nullopt});
+  cases.push_back({"github",
+                   wi::Algorithm::kSha256,
+                   json,
                    {{"X-Hub-Signature-256",
-                     "sha256=" + wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret, {json}))},
+                     "sha256=" + wi::HexEncode(Mac(wi::Algorithm::kSha256,
+                                                   kSecret, {json}))},
                     {"X-GitHub-Delivery", "d1"}},
                    std::nullopt});
-  Case standard{"standard", wi::Algorithm::kSha256, json,
-                {{"webhook-id", "msg_bench"},
-                 {"webhook-timestamp", ts},
-                 {"webhook-signature",
-                  "v1," + wi::Base64Encode(Mac(wi::Algorithm::kSha256, kStandardKey,
-                                               {"msg_bench.", ts, ".", json}))}},
-                std::nullopt};
+  Case standard{
+      "standard",
+      wi::Algorithm::kSha256,
+      json,
+      {{"webhook-id", "msg_bench"},
+       {"webhook-timestamp", ts},
+       {"webhook-signature",
+        "v1," + wi::Base64Encode(Mac(wi::Algorithm::kSha256, kStandardKey,
+                                     {"msg_bench.", ts, ".", json}))}},
+      std::nullopt};
   standard.secrets = {"whsec_" + wi::Base64Encode(kStandardKey)};
   cases.push_back(standard);
-  cases.push_back({"slack", wi::Algorithm::kSha256, json,
+  cases.push_back({"slack",
+                   wi::Algorithm::kSha256,
+                   json,
                    {{"X-Slack-Request-Timestamp", ts},
                     {"X-Slack-Signature",
                      "v0=" + wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret,
                                                {"v0:", ts, ":", json}))}},
                    std::nullopt});
-  cases.push_back({"shopify", wi::Algorithm::kSha256, json,
-                   {{"X-Shopify-Hmac-Sha256",
-                     wi::Base64Encode(Mac(wi::Algorithm::kSha256, kSecret, {json}))}},
-                   std::nullopt});
-  cases.push_back({"paddle", wi::Algorithm::kSha256, json,
-                   {{"Paddle-Signature",
-                     "ts=" + ts + ";h1=" +
-                         wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret, {ts, ":", json}))}},
-                   std::nullopt});
+  cases.push_back(
+      {"shopify",
+       wi::Algorithm::kSha256,
+       json,
+       {{"X-Shopify-Hmac-Sha256",
+         wi::Base64Encode(Mac(wi::Algorithm::kSha256, kSecret, {json}))}},
+       std::nullopt});
+  cases.push_back(
+      {"paddle",
+       wi::Algorithm::kSha256,
+       json,
+       {{"Paddle-Signature", "ts=" + ts + ";h1=" +
+                                 wi::HexEncode(Mac(wi::Algorithm::kSha256,
+                                                   kSecret, {ts, ":", json}))}},
+       std::nullopt});
   const std::string square_url = "https://example.com/square/webhooks";
-  cases.push_back({"square", wi::Algorithm::kSha256, json,
+  cases.push_back({"square",
+                   wi::Algorithm::kSha256,
+                   json,
                    {{"X-Square-HmacSha256-Signature",
-                     wi::Base64Encode(Mac(wi::Algorithm::kSha256, kSecret, {square_url, json}))}},
+                     wi::Base64Encode(Mac(wi::Algorithm::kSha256, kSecret,
+                                          {square_url, json}))}},
                    square_url});
-  cases.push_back({"hmac", wi::Algorithm::kSha256, json,
-                   {{"X-Webhook-Signature",
-                     wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret, {json}))}},
-                   std::nullopt});
+  cases.push_back(
+      {"hmac",
+       wi::Algorithm::kSha256,
+       json,
+       {{"X-Webhook-Signature",
+         wi::HexEncode(Mac(wi::Algorithm::kSha256, kSecret, {json}))}},
+       std::nullopt});
   return cases;
 }
 
 /* The Twilio cases: signatures are made by the scheme's own rules, so the
  * signed string is found by asking a reference built here. */
-std::string TwilioFormSignature(const std::string &url, const std::string &form) {
+std::string TwilioFormSignature(const std::string &url,
+                                const std::string &form) {
   /* Sorted name+value pairs; FormBody() has unique names and ASCII only. */
   std::vector<std::pair<std::string, std::string>> pairs;
   size_t pos = 0;
@@ -141,7 +169,8 @@ std::string TwilioFormSignature(const std::string &url, const std::string &form)
       if (value[i] == '+') {
         decoded += ' ';
       } else if (value[i] == '%') {
-        decoded += static_cast<char>(std::stoi(value.substr(i + 1, 2), nullptr, 16));
+        decoded +=
+            static_cast<char>(std::stoi(value.substr(i + 1, 2), nullptr, 16));
         i += 2;
       } else {
         decoded += value[i];
@@ -161,14 +190,21 @@ std::vector<Case> MakeTwilioCases() {
   const std::string json = JsonBody();
   const std::string url = "https://example.com/twilio/sms?tenant=42";
   std::vector<Case> cases;
-  cases.push_back({"twilio", wi::Algorithm::kSha1, form,
-                   {{"X-Twilio-Signature", TwilioFormSignature(url, form)}}, url});
+  cases.push_back({"twilio",
+                   wi::Algorithm::kSha1,
+                   form,
+                   {{"X-Twilio-Signature", TwilioFormSignature(url, form)}},
+                   url});
   unsigned char digest[wi::kSha256Size];
   wi::Sha256(json, digest);
-  std::string json_url = url + "&bodySHA256=" +
-                         wi::HexEncode(std::string_view(reinterpret_cast<char *>(digest), 32));
-  Case tj{"twilio", wi::Algorithm::kSha256, json,
-          {{"X-Twilio-Signature", wi::Base64Encode(Mac(wi::Algorithm::kSha1, kSecret, {json_url}))}},
+  std::string json_url =
+      url + "&bodySHA256=" +
+      wi::HexEncode(std::string_view(reinterpret_cast<char *>(digest), 32));
+  Case tj{"twilio",
+          wi::Algorithm::kSha256,
+          json,
+          {{"X-Twilio-Signature",
+            wi::Base64Encode(Mac(wi::Algorithm::kSha1, kSecret, {json_url}))}},
           json_url};
   cases.push_back(tj);
   return cases;
@@ -210,15 +246,17 @@ void BM_RawHmac(benchmark::State &state, const char *digest) {
   EVP_MAC *mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
   OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char *>(digest), 0),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                       const_cast<char *>(digest), 0),
       OSSL_PARAM_construct_end()};
   EVP_MAC_CTX_set_params(ctx, params);
   unsigned char out[EVP_MAX_MD_SIZE];
   size_t len = 0;
   for (auto _ : state) {
-    EVP_MAC_init(ctx, reinterpret_cast<const unsigned char *>(kSecret.data()), kSecret.size(),
-                 nullptr);
-    EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(body.data()), body.size());
+    EVP_MAC_init(ctx, reinterpret_cast<const unsigned char *>(kSecret.data()),
+                 kSecret.size(), nullptr);
+    EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(body.data()),
+                   body.size());
     EVP_MAC_final(ctx, out, &len, sizeof(out));
     benchmark::DoNotOptimize(out);
   }
@@ -238,7 +276,8 @@ void BM_RawTwilioJsonFloor(benchmark::State &state) {
   EVP_MAC *mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
   OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char *>("SHA1"), 0),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                       const_cast<char *>("SHA1"), 0),
       OSSL_PARAM_construct_end()};
   EVP_MAC_CTX_set_params(ctx, params);
   EVP_MD *md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
@@ -251,9 +290,10 @@ void BM_RawTwilioJsonFloor(benchmark::State &state) {
     EVP_DigestUpdate(md_ctx, body.data(), body.size());
     EVP_DigestFinal_ex(md_ctx, out, &md_len);
     benchmark::DoNotOptimize(out);
-    EVP_MAC_init(ctx, reinterpret_cast<const unsigned char *>(kSecret.data()), kSecret.size(),
-                 nullptr);
-    EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(url.data()), url.size());
+    EVP_MAC_init(ctx, reinterpret_cast<const unsigned char *>(kSecret.data()),
+                 kSecret.size(), nullptr);
+    EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(url.data()),
+                   url.size());
     EVP_MAC_final(ctx, out, &len, sizeof(out));
     benchmark::DoNotOptimize(out);
   }
@@ -270,27 +310,35 @@ class RatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const Run &run : runs) {
       if (run.error_occurred) continue;
-      bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      bool median =
+          run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
       if (run.run_type == Run::RT_Aggregate && !median) continue;
       std::string name = run.run_name.str();
-      if (median || !medians_.count(name)) times_[name] = run.GetAdjustedCPUTime();
+      if (median || !medians_.count(name))
+        times_[name] = run.GetAdjustedCPUTime();
       if (median) medians_[name] = true;
     }
   }
 
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nVerify CPU time / raw OpenSSL HMAC of the same 1 KiB (target <= 1.50x)\n");
+    std::printf(
+        "\nVerify CPU time / raw OpenSSL HMAC of the same 1 KiB (target <= "
+        "1.50x)\n");
     for (const auto &[name, t] : times_) {
       if (name.rfind("Verify/", 0) != 0) continue;
-      std::string base = name.find("/sha1") != std::string::npos ? "RawHmac/sha1" : "RawHmac/sha256";
+      std::string base = name.find("/sha1") != std::string::npos
+                             ? "RawHmac/sha1"
+                             : "RawHmac/sha256";
       Print(name, t, base, true);
-      if (name == "Verify/twilio_json") Print(name, t, "RawFloor/twilio_json", false);
+      if (name == "Verify/twilio_json")
+        Print(name, t, "RawFloor/twilio_json", false);
     }
   }
 
   /* One line: name's time over base's. */
-  void Print(const std::string &name, double t, const std::string &base, bool target) const {
+  void Print(const std::string &name, double t, const std::string &base,
+             bool target) const {
     auto it = times_.find(base);
     if (it == times_.end() || it->second <= 0) return;
     double ratio = t / it->second;

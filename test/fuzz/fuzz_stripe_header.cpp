@@ -107,11 +107,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              wi::Verdict::kSignatureMismatch);
 
   /* Fuzzed clock and window against a 128-bit reference: Stripe checks the
-   * age floor(now) - t only, in whole seconds, and only if tolerance > 0. */
+   * age floor(now) - t only, in whole seconds, and only if tolerance > 0;
+   * a fraction of a second of tolerance counts as a whole one. */
   int64_t now_usec = Int64At(body, 0);
   int64_t tolerance_usec = Int64At(body, 8);
   __int128 now_sec = now_usec / kUsec - (now_usec % kUsec < 0 ? 1 : 0);
-  __int128 tol_sec = tolerance_usec / kUsec;
+  __int128 tol_sec = tolerance_usec / kUsec + (tolerance_usec % kUsec > 0 ? 1 : 0);
   bool outside = tol_sec > 0 && now_sec - t > tol_sec;
   FUZZ_CHECK(Run(signed_header, body, now_usec, tolerance_usec) ==
              (outside ? wi::Verdict::kTimestampOutsideTolerance

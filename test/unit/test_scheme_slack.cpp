@@ -1,0 +1,174 @@
+/*
+ * test_scheme_slack.cpp - the "slack" scheme through wi::api::Verify.
+ */
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/api.h"
+#include "core/crypto.h"
+#include "core/scheme.h"
+
+namespace {
+
+/* python-slack-sdk tests/slack_sdk/signature/test_signature_verifier.py,
+ * taken from
+ * https://docs.slack.dev/authentication/verifying-requests-from-slack/ */
+const char kSigningSecret[] = "8f742231b10e8888abcd99yyyzzz85a5";
+const char kBody[] =
+    "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&"
+    "channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name="
+    "roadrunner&"
+    "command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack."
+    "com%2F"
+    "commands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id="
+    "398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+const char kTimestamp[] = "1531420618";
+const char kSignature[] =
+    "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+const int64_t kNow = 1531420618; /* the test's MockClock */
+
+struct Delivery {
+  std::string body = kBody;
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"X-Slack-Request-Timestamp", kTimestamp},
+      {"X-Slack-Signature", kSignature}};
+  std::vector<std::string> secrets = {kSigningSecret};
+  int64_t now = kNow;
+};
+
+wi::Verdict Verify(const Delivery &d) {
+  std::vector<wi::Header> headers;
+  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
+  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
+  wi::VerifyRequest req;
+  req.body = d.body;
+  req.headers = headers.data();
+  req.n_headers = headers.size();
+  req.now_usec = d.now * 1000000;
+  req.tolerance_usec = 300LL * 1000000;
+  req.secrets = secrets.data();
+  req.n_secrets = secrets.size();
+  const wi::Scheme *scheme = wi::FindScheme("slack");
+  EXPECT_NE(scheme, nullptr);
+  wi::Verdict verdict = wi::Verdict::kValid;
+  wi::Status st;
+  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
+  return verdict;
+}
+
+/* A request signed at ts, as slackapi/bolt-js
+ * src/receivers/verify-request.spec.ts builds them: v0= hex HMAC-SHA256 of
+ * "v0:<ts>:<body>" with secret "secret". */
+Delivery SignedAt(int64_t ts, int64_t now) {
+  Delivery d;
+  d.body = "{\"foo\":\"bar\"}";
+  d.secrets = {"secret"};
+  d.now = now;
+  std::string t = std::to_string(ts);
+  unsigned char mac[wi::kMaxDigestSize];
+  size_t n =
+      wi::Hmac(wi::Algorithm::kSha256, "secret", {"v0:", t, ":", d.body}, mac);
+  d.headers = {
+      {"x-slack-request-timestamp", t},
+      {"x-slack-signature", "v0=" + wi::HexEncode(std::string_view(
+                                        reinterpret_cast<char *>(mac), n))}};
+  return d;
+}
+
+}  // namespace
+
+// test_signature_verifier.py test_is_valid_request (the documented example).
+TEST(SchemeSlack, DocumentedExample) {
+  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+}
+
+// test_is_valid_request_invalid_body: body + "------".
+TEST(SchemeSlack, TamperedBody) {
+  Delivery d;
+  d.body += "------";
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+}
+
+// test_is_valid_request_expiration: the documented request, checked now.
+TEST(SchemeSlack, ExpiredDocumentedRequest) {
+  Delivery d;
+  d.now = 1700000000;
+  EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
+}
+
+// slack_sdk refuses abs(now - ts) > 5 minutes: both directions, boundaries
+// accepted; bolt-js spec: a request 10 minutes old is refused.
+TEST(SchemeSlack, TimestampWindowBothWays) {
+  const int64_t now = 1700000000;
+  EXPECT_EQ(Verify(SignedAt(now, now)), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(SignedAt(now - 300, now)), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(SignedAt(now - 301, now)),
+            wi::Verdict::kTimestampOutsideTolerance);
+  EXPECT_EQ(Verify(SignedAt(now - 600, now)),
+            wi::Verdict::kTimestampOutsideTolerance);
+  EXPECT_EQ(Verify(SignedAt(now + 300, now)), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(SignedAt(now + 301, now)),
+            wi::Verdict::kTimestampOutsideTolerance);
+}
+
+// test_is_valid_none / bolt getHeader: a missing header is refused.
+TEST(SchemeSlack, MissingHeaders) {
+  Delivery d;
+  d.headers.pop_back();
+  EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
+  d = Delivery();
+  d.headers.erase(d.headers.begin());
+  EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
+  d = Delivery();
+  d.headers[1].second = "";
+  EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
+}
+
+// bolt-js: "unknown signature version"; a timestamp that is not a number.
+TEST(SchemeSlack, MalformedHeaders) {
+  Delivery d;
+  d.headers[1].second = std::string("v1=") + (kSignature + 3);
+  EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature);
+  d = Delivery();
+  d.headers[0].second = "soon";
+  EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature);
+}
+
+// bolt-js spec "should detect an invalid signature" ("v0=invalid-signature").
+TEST(SchemeSlack, InvalidSignature) {
+  Delivery d;
+  d.headers[1].second = "v0=invalid-signature";
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+  // The SDKs compare the hex text: upper case does not match.
+  d = Delivery();
+  std::string upper = kSignature;
+  for (size_t i = 3; i < upper.size(); ++i)
+    upper[i] = static_cast<char>(toupper(upper[i]));
+  d.headers[1].second = upper;
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+}
+
+TEST(SchemeSlack, WrongSecretAndRotation) {
+  Delivery d;
+  d.secrets = {"8f742231b10e8888abcd99yyyzzz85a6"};
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+  d.secrets.push_back(kSigningSecret);
+  EXPECT_EQ(Verify(d), wi::Verdict::kValid);
+}
+
+// The timestamp header is signed as sent (slack_sdk formats the header
+// string into the base string), so a signature over another spelling fails.
+TEST(SchemeSlack, TimestampSignedAsSent) {
+  Delivery d;
+  d.headers[0].second = std::string("0") + kTimestamp;
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+}
+
+TEST(SchemeSlack, EventIdDefault) {
+  const wi::Scheme *scheme = wi::FindScheme("slack");
+  ASSERT_NE(scheme, nullptr);
+  EXPECT_STREQ(scheme->event_id.primary, "$.event_id");
+}
