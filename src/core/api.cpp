@@ -65,19 +65,32 @@ bool CheckSecret(const Scheme *scheme, std::string_view secret,
   });
 }
 
-bool FormBodyToJson(std::string_view body, char *out, size_t cap,
-                    size_t *out_len, bool *well_formed, Status *st) noexcept {
+size_t MaxFormFields(std::string_view body) noexcept {
+  size_t n = 1;
+  for (char c : body)
+    if (c == '&') ++n;
+  return n;
+}
+
+bool DecodeForm(std::string_view body, char *buf, FormSpan *spans, size_t *n,
+                bool *well_formed, Status *st) noexcept {
   return Guarded(st, [&] {
-    *out_len = 0;
+    *n = 0;
     Form form;
     *well_formed = ParseForm(body, &form);
     if (!*well_formed) return;
-    std::string json = FormToJson(form.fields);
-    *out_len = json.size();
-    if (cap == 0) return;
-    size_t n = json.size() < cap ? json.size() : cap;
-    std::memcpy(out, json.data(), n);
-    if (n < cap) out[n] = '\0';
+    size_t used = 0;
+    auto copy = [&](std::string_view piece, size_t *offset, size_t *length) {
+      std::memcpy(buf + used, piece.data(), piece.size());
+      *offset = used;
+      *length = piece.size();
+      used += piece.size();
+    };
+    for (const FormField &f : form.fields) {
+      FormSpan &span = spans[(*n)++];
+      copy(f.name, &span.name_offset, &span.name_length);
+      copy(f.value, &span.value_offset, &span.value_length);
+    }
   });
 }
 

@@ -42,14 +42,24 @@ bool ComputeLockKey(std::string_view source, std::string_view event_id,
 bool CheckSecret(const Scheme *scheme, std::string_view secret,
                  Status *st) noexcept;
 
-/* The JSON object text of an application/x-www-form-urlencoded body (see
- * wi::FormToJson: {"name":"value"}, a repeated name maps to an array).
- * Writes min(length, cap) bytes to out (NUL-terminated when length < cap) and
- * the full length to *out_len, so a caller may ask with cap 0 first; if a
- * percent escape is malformed, *well_formed is false and nothing is written.
- * Bytes are not checked for UTF-8. */
-bool FormBodyToJson(std::string_view body, char *out, size_t cap,
-                    size_t *out_len, bool *well_formed, Status *st) noexcept;
+/* One field of a decoded form body: offsets into the caller's buffer. */
+struct FormSpan {
+  size_t name_offset;
+  size_t name_length;
+  size_t value_offset;
+  size_t value_length;
+};
+
+/* The most fields a form body of this many bytes can have. */
+size_t MaxFormFields(std::string_view body) noexcept;
+
+/* Decodes an application/x-www-form-urlencoded body (see wi::ParseForm):
+ * the decoded bytes go to buf (at least body.size() bytes; decoding never
+ * grows), one span per field, in body order, to spans (at least
+ * MaxFormFields(body)); *n gets their number. A malformed percent escape
+ * sets *well_formed false (not an error). Bytes are not checked for UTF-8. */
+bool DecodeForm(std::string_view body, char *buf, FormSpan *spans, size_t *n,
+                bool *well_formed, Status *st) noexcept;
 
 /* Validates the generic scheme's option values into *out (22023 if bad). */
 bool ParseHmacOptions(std::string_view header, std::string_view algorithm,

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <unordered_map>
 
 #include "core/cpp_only.h"
 
@@ -97,46 +96,6 @@ bool DecodeComponent(std::string_view in, char **w, std::string_view *out) {
   return true;
 }
 
-/* Appends s as a JSON string literal. */
-void AppendJsonString(std::string_view s, std::string *out) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (u < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[u >> 4]);
-          out->push_back(kHex[u & 0xf]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 }  // namespace
 
@@ -169,39 +128,5 @@ bool ParseForm(std::string_view body, Form *out) {
   return true;
 }
 
-std::string FormToJson(const std::vector<FormField> &fields) {
-  /* Group the values of each name, keeping names in first-seen order. */
-  std::vector<std::string_view> names;
-  std::vector<std::vector<std::string_view>> values;
-  std::unordered_map<std::string_view, size_t> index;
-  for (const FormField &f : fields) {
-    auto [it, inserted] = index.emplace(f.name, names.size());
-    if (inserted) {
-      names.push_back(f.name);
-      values.emplace_back();
-    }
-    values[it->second].push_back(f.value);
-  }
-
-  std::string out;
-  out.push_back('{');
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendJsonString(names[i], &out);
-    out.push_back(':');
-    if (values[i].size() == 1) {
-      AppendJsonString(values[i][0], &out);
-      continue;
-    }
-    out.push_back('[');
-    for (size_t j = 0; j < values[i].size(); ++j) {
-      if (j > 0) out.push_back(',');
-      AppendJsonString(values[i][j], &out);
-    }
-    out.push_back(']');
-  }
-  out.push_back('}');
-  return out;
-}
 
 }  // namespace wi

@@ -1,7 +1,7 @@
 /*
  * form.h - application/x-www-form-urlencoded bodies (Twilio posts them):
- * parsed into ordered (name, value) pairs, and turned into the JSON object
- * that becomes the event's payload.
+ * parsed into ordered (name, value) pairs. (PostgreSQL turns them into the
+ * JSON object that becomes the event's payload.)
  */
 #pragma once
 
@@ -36,11 +36,5 @@ struct Form {
  * checked for UTF-8. The fields also borrow from body, which must outlive
  * them. Throws only std::bad_alloc. */
 bool ParseForm(std::string_view body, Form *out);
-
-/* The JSON object of the fields: names in order of first appearance, a name
- * sent once maps to its value, a repeated name to the array of its values in
- * body order: {"a":"1","b":["2","3"]}. Strings are escaped as JSON requires
- * but bytes are copied as they are (invalid UTF-8 stays invalid). */
-std::string FormToJson(const std::vector<FormField> &fields);
 
 }  // namespace wi

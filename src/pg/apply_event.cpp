@@ -184,7 +184,10 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, bytea **body_out, Jsonb **payload_
 		return false;
 	}
 
-	payload = ParseJsonBody(data, len, &detail);
+	if (IsFormBody(src->scheme, &headers, PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3)))
+		payload = ParseFormBody(data, len, &detail);
+	else
+		payload = ParseJsonBody(data, len, &detail);
 	if (payload == NULL)
 	{
 		*o = MakeOutcome("invalid_payload", 400, NULL, detail);

@@ -66,6 +66,153 @@ ParseJsonBody(const char *body, int len, const char **detail)
 	return result;
 }
 
+bool
+IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url)
+{
+	static const char form_type[] = "application/x-www-form-urlencoded";
+	const char *value;
+	size_t		n;
+
+	if (LookupHeader(headers, "Content-Type", 12, &value, &n))
+	{
+		std::string_view type = wi::TrimSpaces(std::string_view(value, n));
+
+		return type.size() >= sizeof(form_type) - 1 &&
+			wi::EqualsIgnoreCase(type.substr(0, sizeof(form_type) - 1), form_type);
+	}
+	/* Twilio posts forms, and JSON only with bodySHA256 in the URL. */
+	if (strcmp(scheme->name, "twilio") == 0)
+		return url == NULL ||
+			std::string_view(VARDATA_ANY(url), VARSIZE_ANY_EXHDR(url)).find("bodySHA256=") ==
+			std::string_view::npos;
+	return false;
+}
+
+/* Orders form fields by name (bytes), then by position: a stable sort. */
+typedef struct FieldRef
+{
+	const char *name;
+	size_t		name_len;
+	const char *value;
+	size_t		value_len;
+	size_t		position;
+} FieldRef;
+
+static int
+CompareFields(const void *a, const void *b)
+{
+	const FieldRef *x = (const FieldRef *) a;
+	const FieldRef *y = (const FieldRef *) b;
+	int			c = memcmp(x->name, y->name, Min(x->name_len, y->name_len));
+
+	if (c != 0)
+		return c;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	return x->position < y->position ? -1 : (x->position > y->position ? 1 : 0);
+}
+
+/* True if decoded form bytes can be stored as text: no NUL, valid UTF-8,
+ * and in a database of another encoding plain ASCII. */
+static bool
+FormText(const char *data, size_t len)
+{
+	if (!pg_verify_mbstr(PG_UTF8, data, (int) len, true))
+		return false;
+	if (GetDatabaseEncoding() != PG_UTF8)
+		for (size_t i = 0; i < len; i++)
+			if (IS_HIGHBIT_SET(data[i]))
+				return false;
+	return true;
+}
+
+/* A string JsonbValue for bytes that are valid in the database encoding. */
+static JsonbValue
+JsonbString(const char *data, size_t len)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) data;
+	v.val.string.len = (int) len;
+	return v;
+}
+
+Jsonb *
+ParseFormBody(const char *body, int len, const char **detail)
+{
+	std::string_view view(body, len);
+	size_t		max = wi::api::MaxFormFields(view);
+	char	   *buf = (char *) palloc(len + 1);
+	wi::api::FormSpan *spans = (wi::api::FormSpan *) palloc(sizeof(wi::api::FormSpan) * max);
+	FieldRef   *fields;
+	size_t		n = 0;
+	bool		well_formed = false;
+	wi::Status	st;
+	JsonbParseState *state = NULL;
+	JsonbValue *object;
+
+	*detail = NULL;
+	CheckCore(wi::api::DecodeForm(view, buf, spans, &n, &well_formed, &st), st);
+	if (!well_formed)
+	{
+		*detail = "body is not valid form data: a percent escape is malformed";
+		return NULL;
+	}
+	fields = (FieldRef *) palloc(sizeof(FieldRef) * (n + 1));
+	for (size_t i = 0; i < n; i++)
+	{
+		fields[i].name = buf + spans[i].name_offset;
+		fields[i].name_len = spans[i].name_length;
+		fields[i].value = buf + spans[i].value_offset;
+		fields[i].value_len = spans[i].value_length;
+		fields[i].position = i;
+		/* Decoded bytes must be text: no NUL, valid UTF-8 (and, in a
+		 * database of another encoding, plain ASCII). */
+		if (!FormText(fields[i].name, fields[i].name_len) ||
+			!FormText(fields[i].value, fields[i].value_len))
+		{
+			*detail = "body is not valid form data: a field is not valid UTF-8 text";
+			return NULL;
+		}
+	}
+
+	/* One key per name; a name sent more than once maps to the array of its
+	 * values, in the order they were sent. */
+	qsort(fields, n, sizeof(FieldRef), CompareFields);
+	pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	for (size_t i = 0; i < n;)
+	{
+		size_t		j = i + 1;
+		JsonbValue	key = JsonbString(fields[i].name, fields[i].name_len);
+
+		while (j < n && fields[j].name_len == fields[i].name_len &&
+			   memcmp(fields[j].name, fields[i].name, fields[i].name_len) == 0)
+			j++;
+		pushJsonbValue(&state, WJB_KEY, &key);
+		if (j - i == 1)
+		{
+			JsonbValue	value = JsonbString(fields[i].value, fields[i].value_len);
+
+			pushJsonbValue(&state, WJB_VALUE, &value);
+		}
+		else
+		{
+			pushJsonbValue(&state, WJB_BEGIN_ARRAY, NULL);
+			for (size_t k = i; k < j; k++)
+			{
+				JsonbValue	value = JsonbString(fields[k].value, fields[k].value_len);
+
+				pushJsonbValue(&state, WJB_ELEM, &value);
+			}
+			pushJsonbValue(&state, WJB_END_ARRAY, NULL);
+		}
+		i = j;
+	}
+	object = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+	return JsonbValueToJsonb(object);
+}
+
 /* The text of a scalar jsonb value usable as an id, or NULL. */
 static char *
 ScalarId(Jsonb *jb)

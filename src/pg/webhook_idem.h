@@ -99,6 +99,15 @@ Oid			EventsSeqRelid(void);
  * *detail (never raises for bad input). */
 Jsonb	   *ParseJsonBody(const char *body, int len, const char **detail);
 
+/* Parses an application/x-www-form-urlencoded body into a jsonb object
+ * (a repeated name maps to the array of its values); on failure returns
+ * NULL and sets *detail. */
+Jsonb	   *ParseFormBody(const char *body, int len, const char **detail);
+
+/* True if the delivery's body is form data rather than JSON: its
+ * Content-Type says so, or, for Twilio, the URL carries no bodySHA256. */
+bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url);
+
 /* Finds the event id by rule; NULL if the rule finds nothing usable. */
 char	   *ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers,
 						   Jsonb *payload, const char *body, int len);

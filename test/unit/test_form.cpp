@@ -1,6 +1,6 @@
 /*
- * test_form.cpp - the form-body parser and its JSON form, directly and
- * through wi::api::FormBodyToJson.
+ * test_form.cpp - the form-body parser, directly and through the boundary
+ * API wi::api::DecodeForm.
  */
 #include <gtest/gtest.h>
 
@@ -88,49 +88,41 @@ TEST(FormParser, BytesPassThroughUnchecked) {
   EXPECT_TRUE(ok);
 }
 
-TEST(FormJson, RepeatedNamesBecomeArrays) {
-  wi::Form form;
-  ASSERT_TRUE(wi::ParseForm("a=1&b=2&b=3&c=&a2=x", &form));
-  EXPECT_EQ(wi::FormToJson(form.fields),
-            "{\"a\":\"1\",\"b\":[\"2\",\"3\"],\"c\":\"\",\"a2\":\"x\"}");
-  ASSERT_TRUE(wi::ParseForm("b=1&a=2&b=3", &form));
-  EXPECT_EQ(wi::FormToJson(form.fields), "{\"b\":[\"1\",\"3\"],\"a\":\"2\"}");
-  ASSERT_TRUE(wi::ParseForm("", &form));
-  EXPECT_EQ(wi::FormToJson(form.fields), "{}");
-}
-
-TEST(FormJson, EscapesJsonSpecials) {
-  wi::Form form;
-  ASSERT_TRUE(
-      wi::ParseForm("q=%22%5C%2F%0A%0D%09%08%0C%01%1F%7F%C3%A9", &form));
-  EXPECT_EQ(wi::FormToJson(form.fields),
-            "{\"q\":\"\\\"\\\\/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\xC3\xA9\"}");
-}
-
-TEST(FormJson, ApiTwoCallPattern) {
-  const std::string body = "CallSid=CA1&Body=Hi+there&MediaUrl=a&MediaUrl=b";
-  const std::string expected =
-      "{\"CallSid\":\"CA1\",\"Body\":\"Hi there\",\"MediaUrl\":[\"a\",\"b\"]}";
-  size_t len = 0;
+// The boundary API hands the decoded fields over as offsets into the
+// caller's buffer, in body order, repeats included.
+TEST(FormDecodeApi, SpansInBodyOrder) {
+  const std::string body = "CallSid=CA1&Body=Hi+there&MediaUrl=a&MediaUrl=b%21";
+  ASSERT_EQ(wi::api::MaxFormFields(body), 4u);
+  std::vector<char> buf(body.size());
+  std::vector<wi::api::FormSpan> spans(wi::api::MaxFormFields(body));
+  size_t n = 0;
   bool well_formed = false;
   wi::Status st;
-  ASSERT_TRUE(
-      wi::api::FormBodyToJson(body, nullptr, 0, &len, &well_formed, &st));
+  ASSERT_TRUE(wi::api::DecodeForm(body, buf.data(), spans.data(), &n, &well_formed, &st));
   EXPECT_TRUE(well_formed);
-  ASSERT_EQ(len, expected.size());
-  std::vector<char> buf(len + 1, 'x');
-  ASSERT_TRUE(wi::api::FormBodyToJson(body, buf.data(), buf.size(), &len,
-                                      &well_formed, &st));
-  EXPECT_EQ(std::string(buf.data()), expected);
-  // A short buffer gets a prefix and the full length.
-  char small[8];
-  ASSERT_TRUE(wi::api::FormBodyToJson(body, small, sizeof(small), &len,
-                                      &well_formed, &st));
-  EXPECT_EQ(std::string(small, sizeof(small)), expected.substr(0, 8));
-  EXPECT_EQ(len, expected.size());
-  // Malformed: reported, not an error.
-  ASSERT_TRUE(wi::api::FormBodyToJson("a=%q", buf.data(), buf.size(), &len,
-                                      &well_formed, &st));
+  ASSERT_EQ(n, 4u);
+  auto field = [&](size_t i) {
+    return std::make_pair(std::string(buf.data() + spans[i].name_offset, spans[i].name_length),
+                          std::string(buf.data() + spans[i].value_offset, spans[i].value_length));
+  };
+  EXPECT_EQ(field(0), std::make_pair(std::string("CallSid"), std::string("CA1")));
+  EXPECT_EQ(field(1), std::make_pair(std::string("Body"), std::string("Hi there")));
+  EXPECT_EQ(field(2), std::make_pair(std::string("MediaUrl"), std::string("a")));
+  EXPECT_EQ(field(3), std::make_pair(std::string("MediaUrl"), std::string("b!")));
+}
+
+// Empty bodies have no fields; a malformed escape is reported, not raised.
+TEST(FormDecodeApi, EmptyAndMalformed) {
+  char buf[8];
+  wi::api::FormSpan spans[4];
+  size_t n = 99;
+  bool well_formed = false;
+  wi::Status st;
+  ASSERT_TRUE(wi::api::DecodeForm("", buf, spans, &n, &well_formed, &st));
+  EXPECT_TRUE(well_formed);
+  EXPECT_EQ(n, 0u);
+  ASSERT_TRUE(wi::api::DecodeForm("a=%q", buf, spans, &n, &well_formed, &st));
   EXPECT_FALSE(well_formed);
-  EXPECT_EQ(len, 0u);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(wi::api::MaxFormFields("&&&"), 4u);
 }
