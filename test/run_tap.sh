@@ -57,6 +57,7 @@ status=0
 	PG_REGRESS="$pg_regress" \
 	TESTDIR="$work" \
 	HOME="$work" \
+	WEBHOOK_IDEM_ROOT="$repo" \
 	LANG=C.UTF-8 \
 	PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-120}" \
 	prove -v --timer "${tests[@]}") || status=$?

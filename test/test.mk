@@ -1,7 +1,7 @@
 # test.mk - the project's own entry points around PGXS: set-up, unit tests,
 # PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
 
-.PHONY: setup demo test unit check-pg tap fuzz fuzz-build bench
+.PHONY: setup demo test unit check-pg tap load fuzz fuzz-build bench
 
 BUILD_DIR = build
 CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
@@ -21,6 +21,7 @@ test: setup
 	$(MAKE) unit
 	$(MAKE) check-pg
 	$(MAKE) tap
+	$(MAKE) load
 	$(MAKE) fuzz
 	bash demo/run.sh
 	@echo "make test: all suites passed"
@@ -41,6 +42,10 @@ check-pg:
 # TAP tests (crashes, restarts) run as the postgres user.
 tap:
 	bash test/run_tap.sh
+
+# The bounded load test: receivers and workers together on a throwaway cluster.
+load:
+	bash test/load/run.sh
 
 # libFuzzer targets (ASan + UBSan) over every parser of untrusted input.
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.cpp))

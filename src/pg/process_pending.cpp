@@ -127,6 +127,10 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_events must not be negative")));
+	/* Each event applied holds its claim lock until the transaction ends:
+	 * bound what one call takes, so that a large backlog never fills the
+	 * lock table. Callers loop until the call returns 0. */
+	max_events = Min(max_events, WI_MAX_BATCH);
 
 	SPI_connect();
 	{

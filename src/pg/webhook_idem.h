@@ -10,6 +10,10 @@
 
 #include "core/api.h"
 
+/* The most events one process_pending or claim_next call takes: each holds
+ * a lock until its transaction ends. */
+#define WI_MAX_BATCH 1000
+
 /* Settings (module.cpp). */
 extern int	wi_max_body_bytes;
 extern int	wi_max_event_id_bytes;

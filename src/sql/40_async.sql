@@ -45,7 +45,9 @@ BEGIN
   -- not claimed. Rows another worker holds are skipped, and so are events
   -- whose delivery is being applied right now (their claim lock is taken):
   -- a worker never waits.
-  WHILE claimed < coalesce(claim_next.batch, 1) LOOP
+  -- At most 1000 a call (each claim holds a lock until commit; the lock
+  -- table is finite): workers loop until nothing is returned.
+  WHILE claimed < LEAST(coalesce(claim_next.batch, 1), 1000) LOOP
     SELECT e.id, e.source, e.event_id,
            e.status = 'processing' AND e.attempts - e.attempts_base >= s.max_attempts AS exhausted
       INTO r
