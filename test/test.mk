@@ -37,7 +37,7 @@ unit: $(BUILD_DIR)/unit_tests
 
 # pg_regress and pg_isolation_regress against a throwaway cluster.
 check-pg:
-	pg_virtualenv -v 15 -o shared_preload_libraries= $(MAKE) installcheck
+	pg_virtualenv -t -v 15 $(MAKE) installcheck
 
 # TAP tests (crashes, restarts) run as the postgres user.
 tap:
