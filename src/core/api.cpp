@@ -81,7 +81,7 @@ bool DecodeForm(std::string_view body, char *buf, FormSpan *spans, size_t *n,
     if (!*well_formed) return;
     size_t used = 0;
     auto copy = [&](std::string_view piece, size_t *offset, size_t *length) {
-      std::memcpy(buf + used, piece.data(), piece.size());
+      if (!piece.empty()) std::memcpy(buf + used, piece.data(), piece.size());
       *offset = used;
       *length = piece.size();
       used += piece.size();

@@ -13,6 +13,7 @@ for bin in "$@"; do
   fi
   echo "fuzz: $name for ${seconds}s"
   "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+    -artifact_prefix="build/fuzz/$name-" \
     -print_final_stats=1 "$work" 2>"build/fuzz/$name.log" || {
       tail -50 "build/fuzz/$name.log"; echo "fuzz: $name FAILED" >&2; exit 1; }
   grep -E "stat::number_of_executed_units" "build/fuzz/$name.log" | sed "s/^/fuzz: $name /"

@@ -136,13 +136,16 @@ TEST(SchemeGithub, TamperedBody) {
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
-// octokit decodes the hex before comparing bytes, so the case of the hex
-// digits does not matter; header names never do.
+// @octokit/webhooks-methods (Node) compares "sha256=<lower-case hex>" as
+// text, so upper-case hex digits do not verify; header names are matched
+// case-insensitively.
 TEST(SchemeGithub, UpperCaseHexAndHeaderName) {
   std::string upper = kOctokitSignature;
   for (size_t i = 7; i < upper.size(); ++i)
     upper[i] = static_cast<char>(toupper(upper[i]));
   Delivery d{kOctokitPayload, {{"x-hub-signature-256", upper}}, {"mysecret"}};
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+  d.headers = {{"x-hub-signature-256", kOctokitSignature}};
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 

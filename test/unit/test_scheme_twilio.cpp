@@ -241,33 +241,37 @@ TEST(SchemeTwilio, TamperedFormWrongTokenRotationAndBadUrl) {
 // URL and querystring, which twilio-node's validateRequest uses.
 TEST(SchemeTwilio, UrlCandidatesMatchNode) {
   using V = std::vector<std::string>;
+  // twilio-node 6.3 tries the URL exactly as received first, then the
+  // normalised variants below (a variant equal to the raw URL is not
+  // repeated).
+  auto raw_then = [](const std::string &raw, V rest) {
+    V out{raw};
+    for (auto &v : rest)
+      if (v != raw) out.push_back(v);
+    return out;
+  };
   EXPECT_EQ(wi::TwilioUrlCandidates(kUrl),
-            (V{"https://mycompany.com/myapp.php?foo=1&bar=2",
+            raw_then(kUrl, V{"https://mycompany.com/myapp.php?foo=1&bar=2",
                "https://mycompany.com:443/myapp.php?foo=1&bar=2"}));
-  EXPECT_EQ(
-      wi::TwilioUrlCandidates(
-          "https://mycompany.com/myapp.php?foo=1&bar=2&Body=It's+amazing"),
-      (V{"https://mycompany.com/myapp.php?foo=1&bar=2&Body=It%27s+amazing",
+  EXPECT_EQ(wi::TwilioUrlCandidates("https://mycompany.com/myapp.php?foo=1&bar=2&Body=It's+amazing"),
+            raw_then("https://mycompany.com/myapp.php?foo=1&bar=2&Body=It's+amazing", V{"https://mycompany.com/myapp.php?foo=1&bar=2&Body=It%27s+amazing",
          "https://mycompany.com:443/myapp.php?foo=1&bar=2&Body=It%27s+amazing",
          "https://mycompany.com/myapp.php?foo=1&bar=2&Body=It's%20amazing"}));
-  EXPECT_EQ(
-      wi::TwilioUrlCandidates("HTTPS://EXAMPLE.com:0443/a/./b/../c?x=1 2&y='"),
-      (V{"https://example.com/a/c?x=1%202&y=%27",
+  EXPECT_EQ(wi::TwilioUrlCandidates("HTTPS://EXAMPLE.com:0443/a/./b/../c?x=1 2&y='"),
+            raw_then("HTTPS://EXAMPLE.com:0443/a/./b/../c?x=1 2&y='", V{"https://example.com/a/c?x=1%202&y=%27",
          "https://example.com:443/a/c?x=1%202&y=%27",
          "https://example.com/a/c?x=1%202&y='"}));
   EXPECT_EQ(wi::TwilioUrlCandidates("http://127.1:8080"),
-            (V{"http://127.0.0.1/", "http://127.0.0.1:8080/"}));
+            raw_then("http://127.1:8080", V{"http://127.0.0.1/", "http://127.0.0.1:8080/"}));
   EXPECT_EQ(wi::TwilioUrlCandidates("https://[2001:DB8:0:0:0:0:0:1]/x"),
-            (V{"https://[2001:db8::1]/x", "https://[2001:db8::1]:443/x"}));
+            raw_then("https://[2001:DB8:0:0:0:0:0:1]/x", V{"https://[2001:db8::1]/x", "https://[2001:db8::1]:443/x"}));
   EXPECT_EQ(wi::TwilioUrlCandidates("https://a.com/p?"),
-            (V{"https://a.com/p?", "https://a.com:443/p"}));
-  EXPECT_EQ(
-      wi::TwilioUrlCandidates("https://a.com?b=1&2=x&1=y&b=2"),
-      (V{"https://a.com/?b=1&2=x&1=y&b=2", "https://a.com:443/?b=1&2=x&1=y&b=2",
+            raw_then("https://a.com/p?", V{"https://a.com/p?", "https://a.com:443/p"}));
+  EXPECT_EQ(wi::TwilioUrlCandidates("https://a.com?b=1&2=x&1=y&b=2"),
+            raw_then("https://a.com?b=1&2=x&1=y&b=2", V{"https://a.com/?b=1&2=x&1=y&b=2", "https://a.com:443/?b=1&2=x&1=y&b=2",
          "https://a.com/?1=y&2=x&b=1&b=2"}));
-  EXPECT_EQ(
-      wi::TwilioUrlCandidates("https://a.com/?a=%zz&b=%E2%82"),
-      (V{"https://a.com/?a=%zz&b=%E2%82", "https://a.com:443/?a=%zz&b=%E2%82",
+  EXPECT_EQ(wi::TwilioUrlCandidates("https://a.com/?a=%zz&b=%E2%82"),
+            raw_then("https://a.com/?a=%zz&b=%E2%82", V{"https://a.com/?a=%zz&b=%E2%82", "https://a.com:443/?a=%zz&b=%E2%82",
          "https://a.com/?a=%25zz&b=%EF%BF%BD"}));
   EXPECT_TRUE(wi::TwilioUrlCandidates("ftp://a.com/").empty());
   EXPECT_TRUE(wi::TwilioUrlCandidates("https://a.com:99999/").empty());

@@ -2,8 +2,9 @@
  * github.cpp - GitHub: "X-Hub-Signature-256: sha256=<hex>", the HMAC-SHA256
  * of the raw body keyed with the webhook secret as given. The legacy
  * "X-Hub-Signature: sha1=<hex>" is used only when no -256 header came.
- * As in @octokit/webhooks-methods, the hex is decoded (either case) and the
- * bytes are compared in constant time; there is no timestamp.
+ * As in @octokit/webhooks-methods (Node), the expected "sha256=<lower-case
+ * hex>" text is compared with the header in constant time, so upper-case
+ * hex does not verify; there is no timestamp.
  */
 #include <string>
 
@@ -29,16 +30,16 @@ Verdict VerifyGithub(const VerifyRequest &req) {
   }
   if (header->substr(0, prefix.size()) != prefix)
     return Verdict::kMalformedSignature;
-  std::string given;
+  std::string decoded; /* only to tell malformed hex from a mismatch */
   std::string_view hex = header->substr(prefix.size());
-  if (hex.size() != 2 * DigestSize(alg) || !HexDecode(hex, &given))
+  if (hex.size() != 2 * DigestSize(alg) || !HexDecode(hex, &decoded))
     return Verdict::kMalformedSignature;
 
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
     size_t n = Hmac(alg, req.secrets[i], {req.body}, mac);
-    found = ConstantTimeEqual(MacBytes(mac, n), given);
+    found = ConstantTimeEqual(HexEncode(MacBytes(mac, n)), hex);
   }
   return found ? Verdict::kValid : Verdict::kSignatureMismatch;
 }

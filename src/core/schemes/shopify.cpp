@@ -34,7 +34,7 @@ Verdict VerifyShopify(const VerifyRequest &req) {
 }  // namespace
 
 extern const Scheme kShopifyScheme = {
-    "shopify",     true,    {"header:X-Shopify-Webhook-Id", nullptr},
+    "shopify",     true,    {"header:X-Shopify-Webhook-Id", "header:Shopify-Webhook-Id"},
     VerifyShopify, nullptr,
 };
 

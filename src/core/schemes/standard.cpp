@@ -50,22 +50,19 @@ struct StandardHeaders {
   std::string_view id, timestamp, signature;
 };
 
-/* The webhook-* headers if all three came, else the svix-* ones. */
+/* Each of the three headers as svix's SDK takes it: the svix-* spelling if
+ * present, else the webhook-* one. */
 bool FindStandardHeaders(const VerifyRequest &req, StandardHeaders *out) {
-  static constexpr const char *kNames[2][3] = {
-      {"webhook-id", "webhook-timestamp", "webhook-signature"},
-      {"svix-id", "svix-timestamp", "svix-signature"},
+  auto either = [&](const char *svix, const char *standard) {
+    auto v = FindSignatureHeader(req, svix);
+    return v ? v : FindSignatureHeader(req, standard);
   };
-  for (const auto &names : kNames) {
-    auto id = FindSignatureHeader(req, names[0]);
-    auto ts = FindSignatureHeader(req, names[1]);
-    auto sig = FindSignatureHeader(req, names[2]);
-    if (id && ts && sig) {
-      *out = {*id, *ts, *sig};
-      return true;
-    }
-  }
-  return false;
+  auto id = either("svix-id", "webhook-id");
+  auto ts = either("svix-timestamp", "webhook-timestamp");
+  auto sig = either("svix-signature", "webhook-signature");
+  if (!id || !ts || !sig) return false;
+  *out = {*id, *ts, *sig};
+  return true;
 }
 
 Verdict VerifyStandard(const VerifyRequest &req) {
@@ -110,7 +107,8 @@ const char *CheckStandardSecret(std::string_view secret) {
 extern const Scheme kStandardScheme = {
     "standard",
     true,
-    {"header:webhook-id", "header:svix-id"},
+    /* The id that was signed: svix-id if present (as verified), else webhook-id. */
+    {"header:svix-id", "header:webhook-id"},
     VerifyStandard,
     CheckStandardSecret,
 };

@@ -267,14 +267,15 @@ int Utf16Compare(std::string_view a, std::string_view b) noexcept {
 }
 
 /* The URL variants of one parsed URL, built on demand in twilio-node's
- * order: most deliveries match the first, so the others are rarely built. */
+ * order (6.3: the URL exactly as received first, then the normalised forms):
+ * most deliveries match the first, so the others are rarely built. */
 class UrlVariants {
  public:
-  explicit UrlVariants(const WebUrl &url) : url_(url) {}
+  UrlVariants(std::string_view raw, const WebUrl &url) : raw_(raw), url_(url) {}
 
   /* The i-th distinct variant, or null past the last. */
   const std::string *Get(size_t i) {
-    while (list_.size() <= i && stage_ < 4) Add(Build(stage_++));
+    while (list_.size() <= i && stage_ < 5) Add(Build(stage_++));
     return i < list_.size() ? &list_[i] : nullptr;
   }
 
@@ -282,10 +283,12 @@ class UrlVariants {
   std::string Build(int stage) {
     switch (stage) {
       case 0:
-        return without_port_ = SerializeWebUrl(url_, false);
+        return std::string(raw_);
       case 1:
-        return with_port_ = WithPort();
+        return without_port_ = SerializeWebUrl(url_, false);
       case 2:
+        return with_port_ = WithPort();
+      case 3:
         return WithLegacyQuerystring(without_port_);
       default:
         return WithLegacyQuerystring(with_port_);
@@ -311,6 +314,7 @@ class UrlVariants {
       list_.push_back(std::move(candidate));
   }
 
+  std::string_view raw_;
   const WebUrl &url_;
   std::vector<std::string> list_;
   std::string without_port_, with_port_;
@@ -336,7 +340,7 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
     params = TwilioParamString(form.fields);
   }
 
-  UrlVariants variants(parsed);
+  UrlVariants variants(url, parsed);
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
@@ -367,7 +371,7 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
 std::vector<std::string> TwilioUrlCandidates(std::string_view url) {
   WebUrl parsed;
   if (!ParseWebUrl(url, &parsed)) return {};
-  UrlVariants variants(parsed);
+  UrlVariants variants(url, parsed);
   std::vector<std::string> out;
   for (size_t v = 0; const std::string *candidate = variants.Get(v); ++v)
     out.push_back(*candidate);
