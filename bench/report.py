@@ -165,12 +165,17 @@ def contract(agg, scale):
     r = ratio_to("plpgsql")
     if r is not None:
         checks.append((f"sync `apply_event` ≥ 1.3x PL/pgSQL + pgcrypto: {r:.2f}x", r >= 1.3))
-    seed_ratios = [(k, ratio_to(k)) for k in ("seed_lock", "seed_queue") if ratio_to(k) is not None]
-    if seed_ratios:
-        worst_key, worst = min(seed_ratios, key=lambda kv: kv[1])
-        detail = ", ".join(f"{k} {v:.2f}x" for k, v in seed_ratios)
-        checks.append((f"sync `apply_event` ≥ 3x the seeds' Redis + PostgreSQL pipelines "
-                       f"(against the faster seed): {detail}", worst >= 3.0))
+    # The target, as the issue states it, is against the second seed's
+    # pipeline (Redis status + lock + queue + worker); the first seed's ratio
+    # is shown beside it, and held to the same bar in its own line.
+    r = ratio_to("seed_queue")
+    if r is not None:
+        checks.append((f"sync `apply_event` ≥ 3x the second seed's Redis + PostgreSQL pipeline: "
+                       f"{r:.2f}x", r >= 3.0))
+    r = ratio_to("seed_lock")
+    if r is not None:
+        checks.append((f"(also shown) sync `apply_event` ≥ 3x the first seed's Redis lock + PostgreSQL: "
+                       f"{r:.2f}x", r >= 3.0))
     r = ratio_to("floor")
     if r is not None:
         checks.append((f"sync `apply_event` within 15% of the floor: {r:.2f}x of the floor", r >= 0.85))

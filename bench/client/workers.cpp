@@ -62,6 +62,13 @@ int IdemWorker(const Options &o) {
       PQconsumeInput(pg->raw());
       while (PGnotify *note = PQnotifies(pg->raw())) PQfreemem(note);
     } catch (const PgError &e) {
+      /* A deadlock or serialization failure (class 40) between two workers'
+       * batches rolls the call back: retry it at once, as any client of a
+       * transaction does (examples/worker.py does the same). */
+      if (e.sqlstate.rfind("40", 0) == 0 && !e.connection_lost) {
+        if (++failures > 1000) return 3;
+        continue;
+      }
       std::fprintf(stderr, "idem worker %d: %s\n", getpid(), e.what());
       if (!e.connection_lost || ++failures > 50) return 3;  // e.g. process_pending missing
       pg.reset();
