@@ -62,6 +62,25 @@ SELECT pg_temp.err($$SELECT * FROM app.ledger$$);
 RESET search_path;
 RESET ROLE;
 SELECT event_id, run_as, session_as = session_user AS session_unchanged, path FROM app.ledger ORDER BY 1;
+
+-- apply_event is not SECURITY DEFINER (it takes the owner's rights itself)
+-- and does not pin search_path, so a caller's path comes first, even one
+-- that shadows pg_catalog's names: its own lookups must not follow it.
+CREATE SCHEMA evil;
+CREATE TYPE evil.jsonb AS (x int);
+CREATE FUNCTION evil.text(jsonb) RETURNS text LANGUAGE sql AS $$ SELECT 'hijacked' $$;
+GRANT USAGE ON SCHEMA evil TO sec_http;
+SET ROLE sec_app;
+SELECT source FROM webhook_idem.register_source('sec', 'hmac', ARRAY['s3cret'], handler => 'app.handle(jsonb)',
+                                                handler_search_path => 'app, public');  -- reloads the cache
+SET ROLE sec_http;
+SET search_path = evil, pg_catalog;
+SELECT status, http_status, result FROM webhook_idem.apply_event('sec', '{"id": "s5"}',
+  pg_catalog.jsonb_build_object('X-Webhook-Signature', pg_catalog.encode(webhook_idem.hmac('{"id": "s5"}', 's3cret'), 'hex')));
+RESET search_path;
+RESET ROLE;
+SELECT event_id, run_as, path FROM app.ledger WHERE event_id = 's5';
+DROP SCHEMA evil CASCADE;
 SELECT event_id, status, left(last_error, 60) AS last_error FROM webhook_idem.events WHERE source = 'sec' ORDER BY 1;
 
 -- EXECUTE revoked from the registering role after registration: the

@@ -288,6 +288,8 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	Datum		values[6];
 	bool		nulls[6];
 	HeapTuple	tuple;
+	Oid			caller;
+	int			caller_sec;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -297,6 +299,19 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 		elog(ERROR, "apply_event() must return webhook_idem.outcome");
 	desc = BlessTupleDesc(desc);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	/*
+	 * The extension's own work (reading sources and secrets, recording the
+	 * event) runs with the rights of the extension's owner, as a SECURITY
+	 * DEFINER function would, but without its per-call search_path switch:
+	 * every statement here is schema-qualified down to its operators, and
+	 * the one name lookup (a source's handler) pins its own path. The
+	 * handler runs as the role that registered the source (RunHandler).
+	 * Should anything raise, the transaction's or subtransaction's abort
+	 * restores the caller's identity.
+	 */
+	GetUserIdAndSecContext(&caller, &caller_sec);
+	SetUserIdAndSecContext(ExtensionOwner(), caller_sec | SECURITY_LOCAL_USERID_CHANGE);
 
 	SPI_connect();
 	src = LookupSource(source);
@@ -328,5 +343,6 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	nulls[5] = o.detail == NULL;
 	tuple = heap_form_tuple(desc, values, nulls);
 	SPI_finish();
+	SetUserIdAndSecContext(caller, caller_sec);
 	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

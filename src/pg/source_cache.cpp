@@ -19,6 +19,7 @@ static bool callbacks_registered = false;
 static Oid	sources_relid = InvalidOid;
 static Oid	events_relid = InvalidOid;
 static Oid	events_seq_relid = InvalidOid;
+static Oid	extension_owner = InvalidOid;
 static SPIPlanPtr load_plan = NULL;
 
 /* Relcache invalidation: a change to sources (or a full reset). */
@@ -32,6 +33,7 @@ SourcesInvalidated(Datum, Oid relid)
 		{
 			/* The extension may have been dropped and created again. */
 			sources_relid = events_relid = events_seq_relid = InvalidOid;
+			extension_owner = InvalidOid;
 		}
 	}
 }
@@ -73,6 +75,21 @@ EventsSeqRelid(void)
 	if (!OidIsValid(events_seq_relid))
 		events_seq_relid = get_relname_relid("events_id_seq", ExtensionNamespace());
 	return events_seq_relid;
+}
+
+Oid
+ExtensionOwner(void)
+{
+	if (!OidIsValid(extension_owner))
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(EventsRelid()));
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for relation webhook_idem.events");
+		extension_owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+	}
+	return extension_owner;
 }
 
 /* Sets up the cache's memory and invalidation callbacks, or empties a
@@ -242,7 +259,16 @@ LookupSource(const char *name)
 		if (strcmp(cache_items[i]->name, name) == 0)
 			return cache_items[i];
 
-	src = LoadSource(name);
+	/* The stored handler name is resolved (to_regprocedure) under a path of
+	 * pg_catalog alone, whatever the caller's search_path says. */
+	{
+		OverrideSearchPath *path = (OverrideSearchPath *) palloc0(sizeof(OverrideSearchPath));
+
+		path->addCatalog = true;
+		PushOverrideSearchPath(path);
+		src = LoadSource(name);
+		PopOverrideSearchPath();
+	}
 	if (src == NULL)
 		return NULL;			/* unknown names are not cached: they are unbounded */
 	if (cache_n == cache_cap)

@@ -93,6 +93,10 @@ WiSource   *LookupSource(const char *name);
 void		ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict,
 							 MemoryContext cxt);
 
+/* The role that owns the extension's objects: apply_event's own work runs
+ * with its rights. */
+Oid			ExtensionOwner(void);
+
 /* The OIDs of the extension's objects, looked up once per backend. */
 Oid			EventsRelid(void);
 Oid			EventsSeqRelid(void);
