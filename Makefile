@@ -54,3 +54,4 @@ all install installcheck:
 endif
 
 include test/test.mk
+include bench/micro/micro.mk

@@ -66,3 +66,4 @@ bench:
 	$(MAKE) all
 	$(MAKE) install
 	bash bench/run.sh $(if $(QUICK),--quick,)
+	$(MAKE) bench-micro
