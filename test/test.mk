@@ -51,7 +51,7 @@ load:
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.cpp))
 FUZZ_BINS = $(patsubst test/fuzz/%.cpp,$(BUILD_DIR)/fuzz/%,$(FUZZ_SRCS))
 
-$(BUILD_DIR)/fuzz/%: test/fuzz/%.cpp $(CORE_SRCS)
+$(BUILD_DIR)/fuzz/%: test/fuzz/%.cpp $(CORE_SRCS) $(wildcard src/core/*.h src/core/schemes/*.h test/fuzz/*.h test/unit/sign_util.h)
 	@mkdir -p $(BUILD_DIR)/fuzz
 	clang++ $(CORE_TEST_FLAGS) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -o $@ $< $(CORE_SRCS) -lssl -lcrypto

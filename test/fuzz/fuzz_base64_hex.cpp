@@ -5,23 +5,13 @@
  */
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "core/crypto.h"
+#include "fuzz_util.h"
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,      \
-                   __LINE__, #cond);                                   \
-      std::abort();                                                    \
-    }                                                                  \
-  } while (0)
 
 bool IsB64Char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -31,7 +21,7 @@ bool IsB64Char(char c) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string_view input(reinterpret_cast<const char *>(data), size);
+  std::string_view input = fuzz::Input(data, size);
 
   /* Round trips of arbitrary bytes. */
   std::string hex = wi::HexEncode(input);

@@ -6,25 +6,15 @@
  */
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/api.h"
 #include "core/form.h"
+#include "fuzz_util.h"
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                  \
-      std::abort();                                                         \
-    }                                                                       \
-  } while (0)
 
 /* Percent-encodes every byte but unreserved ASCII. */
 std::string Encode(std::string_view s) {
@@ -48,7 +38,7 @@ std::string Encode(std::string_view s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string_view body(reinterpret_cast<const char *>(data), size);
+  std::string_view body = fuzz::Input(data, size);
 
   wi::Form form;
   bool ok = wi::ParseForm(body, &form);

@@ -6,39 +6,20 @@
  */
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
-#include "core/api.h"
 #include "core/crypto.h"
 #include "core/scheme.h"
 #include "core/schemes/standard.h"
-
-namespace {
-
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                  \
-      std::abort();                                                         \
-    }                                                                       \
-  } while (0)
-
-bool Within(std::string_view part, std::string_view whole) {
-  return part.data() >= whole.data() &&
-         part.data() + part.size() <= whole.data() + whole.size();
-}
-
-}  // namespace
+#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string_view header(reinterpret_cast<const char *>(data), size);
+  std::string_view header = fuzz::Input(data, size);
 
   for (const wi::StandardSignature &s : wi::ParseStandardSignatures(header)) {
-    FUZZ_CHECK(Within(s.version, header) && Within(s.signature, header));
+    FUZZ_CHECK(fuzz::Within(s.version, header) &&
+               fuzz::Within(s.signature, header));
     FUZZ_CHECK(s.version.find(' ') == std::string_view::npos);
     FUZZ_CHECK(s.version.find(',') == std::string_view::npos);
     FUZZ_CHECK(s.signature.find(' ') == std::string_view::npos);
@@ -52,27 +33,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const std::string kKey = "0123456789abcdef0123456789abcdef";
   const std::string secret = "whsec_" + wi::Base64Encode(kKey);
   const std::string body = "{\"type\":\"fuzz\"}";
-  unsigned char mac[wi::kMaxDigestSize];
-  size_t n =
-      wi::Hmac(wi::Algorithm::kSha256, kKey, {"msg_1.1700000000.", body}, mac);
-  std::string signature =
-      std::string(header) + " v1," +
-      wi::Base64Encode(std::string_view(reinterpret_cast<char *>(mac), n));
+  std::string signature = std::string(header) + " v1," +
+                          fuzz::Base64Hmac(wi::Algorithm::kSha256, kKey,
+                                           {"msg_1.1700000000.", body});
   wi::Header headers[] = {{"webhook-id", "msg_1"},
                           {"webhook-timestamp", "1700000000"},
                           {"webhook-signature", signature}};
   std::string_view secrets[] = {secret};
-  wi::VerifyRequest req;
-  req.body = body;
-  req.headers = headers;
-  req.n_headers = 3;
-  req.now_usec = 1700000000LL * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets;
-  req.n_secrets = 1;
-  wi::Verdict verdict;
-  wi::Status st;
-  FUZZ_CHECK(wi::api::Verify(wi::FindScheme("standard"), req, &verdict, &st));
+  wi::Verdict verdict =
+      fuzz::VerdictOf("standard", body, headers, secrets,
+                      1700000000 * fuzz::kUsec, 300 * fuzz::kUsec);
   /* Leading/trailing blanks of the whole header are trimmed, never inner ones.
    */
   FUZZ_CHECK(verdict == wi::Verdict::kValid);

@@ -6,8 +6,6 @@
  */
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,22 +13,10 @@
 #include "core/form.h"
 #include "core/schemes/twilio.h"
 #include "core/url.h"
-
-namespace {
-
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                  \
-      std::abort();                                                         \
-    }                                                                       \
-  } while (0)
-
-}  // namespace
+#include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string_view input(reinterpret_cast<const char *>(data), size);
+  std::string_view input = fuzz::Input(data, size);
 
   wi::WebUrl url;
   bool parsed = wi::ParseWebUrl(input, &url);

@@ -5,23 +5,25 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/api.h"
 #include "core/form.h"
+#include "core_test_util.h"
 
 namespace {
 
-std::vector<std::pair<std::string, std::string>> Parse(const std::string &body,
-                                                       bool *ok) {
+using wi_test::Pairs;
+
+/* The fields of body as name/value pairs, in order. */
+Pairs Parse(const std::string &body, bool *ok) {
   wi::Form form;
   *ok = wi::ParseForm(body, &form);
-  std::vector<std::pair<std::string, std::string>> out;
+  Pairs out;
   for (const auto &f : form.fields) out.emplace_back(f.name, f.value);
   return out;
 }
-
-using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 }  // namespace
 

@@ -3,49 +3,16 @@
  */
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/crypto.h"
-#include "core/scheme.h"
+#include "core_test_util.h"
 
 namespace {
 
-struct Delivery {
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::vector<std::string> secrets;
-};
+using wi_test::Delivery;
+using wi_test::HexHmac;
 
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers;
-  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  req.now_usec = 1700000000LL * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("github");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
-}
-
-std::string HexMac(wi::Algorithm alg, const std::string &key,
-                   const std::string &body) {
-  unsigned char mac[wi::kMaxDigestSize];
-  size_t n = wi::Hmac(alg, key, {body}, mac);
-  return wi::HexEncode(std::string_view(reinterpret_cast<char *>(mac), n));
-}
+const auto Verify = wi_test::VerifierFor("github");
 
 /* octokit/webhooks-methods.js test/verify.test.ts: toNormalizedJsonString({foo:
  * "bar"}). */
@@ -161,15 +128,15 @@ TEST(SchemeGithub, MissingOrEmptyHeader) {
 // The legacy SHA-1 header is used only when no -256 header came.
 TEST(SchemeGithub, Sha1OnlyWithoutSha256Header) {
   std::string sha1 =
-      "sha1=" + HexMac(wi::Algorithm::kSha1, "mysecret", kOctokitPayload);
+      "sha1=" + HexHmac(wi::Algorithm::kSha1, "mysecret", {kOctokitPayload});
   Delivery d{kOctokitPayload, {{"X-Hub-Signature", sha1}}, {"mysecret"}};
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.headers.push_back(
       {"X-Hub-Signature-256", "sha256=" + std::string(64, '0')});
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.headers = {
-      {"X-Hub-Signature", "sha256=" + HexMac(wi::Algorithm::kSha256, "mysecret",
-                                             kOctokitPayload)}};
+      {"X-Hub-Signature", "sha256=" + HexHmac(wi::Algorithm::kSha256,
+                                              "mysecret", {kOctokitPayload})}};
   EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature);
 }
 

@@ -4,15 +4,15 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/scheme.h"
 #include "core/schemes/paddle.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* PaddleHQ/paddle-node-sdk src/__tests__/notifications/
  * webhooks-validator.node.test.ts; system time new Date('11/01/2023') in UTC
@@ -24,70 +24,57 @@ const char kHeader[] =
     "a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9";
 const int64_t kNow = 1698796800;
 
-struct Delivery {
-  std::string body = kBody;
-  std::string header = kHeader;
-  std::vector<std::string> secrets = {kSecret};
-  int64_t now = kNow;
-  int64_t tolerance = 5; /* the SDKs' default MAX_VALID_TIME_DIFFERENCE */
-  int64_t extra_usec = 0;
-  bool with_header = true;
-};
+const char kSignatureHeader[] = "Paddle-Signature";
 
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers = {{"Content-Type", "application/json"}};
-  if (d.with_header) headers.push_back({"Paddle-Signature", d.header});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  req.now_usec = d.now * 1000000 + d.extra_usec;
-  req.tolerance_usec = d.tolerance * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("paddle");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* The SDK test's notification, checked at kNow. */
+Delivery Sdk() {
+  Delivery d{
+      kBody,
+      {{"Content-Type", "application/json"}, {kSignatureHeader, kHeader}},
+      {kSecret}};
+  d.now_sec = kNow;
+  d.tolerance_sec = 5; /* the SDKs' default MAX_VALID_TIME_DIFFERENCE */
+  return d;
 }
+
+const auto Verify = wi_test::VerifierFor("paddle");
 
 }  // namespace
 
 // webhooks-validator.node.test.ts "Valid signature".
 TEST(SchemePaddle, SdkValidSignature) {
-  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Sdk()), wi::Verdict::kValid);
 }
 
 // "Valid signature with multiple hashes" (two h1 and an unknown h2).
 TEST(SchemePaddle, SdkMultipleHashes) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = "{\"data\": \"value\"}";
-  d.header =
+  d.SetHeader(
+      kSignatureHeader,
       "ts=1698796800;h1="
       "28981e941fae76e53db32f3d2a83cb69db41476595e84e1970a1b5d98f62b261;"
       "h1=28981e941fae76e53db32f3d2a83cb69db41476595e84e1970a1b5d98f62b261;h2="
-      "RANDOM_HASH";
+      "RANDOM_HASH");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
 // "Invalid secret".
 TEST(SchemePaddle, SdkInvalidSecret) {
-  Delivery d;
+  Delivery d = Sdk();
   d.secrets = {"INVALID_VALID_SECRET"};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
 // "Invalid timestamp" (ts=9876) and "Invalid data - has more space".
 TEST(SchemePaddle, SdkInvalidTimestampAndData) {
-  Delivery d;
-  d.header =
+  Delivery d = Sdk();
+  d.SetHeader(
+      kSignatureHeader,
       "ts=9876;h1="
-      "a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9";
+      "a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9");
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
-  d = Delivery();
+  d = Sdk();
   d.body = "{ \"data\": [ \"1\", \"2\" ]}";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
@@ -97,41 +84,41 @@ TEST(SchemePaddle, SdkMalformedHeaders) {
   for (const char *header :
        {"invalid_header", "h1=invalid_header", "ts=1234;h2=invalid_header",
         "ts=;h1=abc", "ts=soon;h1=abc"}) {
-    Delivery d;
-    d.header = header;
+    Delivery d = Sdk();
+    d.SetHeader(kSignatureHeader, header);
     EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature) << header;
   }
   // "Invalid signature" (ts=1234;h1=invalid_signature): too old first.
-  Delivery d;
-  d.header = "ts=1234;h1=invalid_signature";
+  Delivery d = Sdk();
+  d.SetHeader(kSignatureHeader, "ts=1234;h1=invalid_signature");
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
-  d.tolerance = 0;  // window disabled: the signature decides
+  d.tolerance_sec = 0;  // window disabled: the signature decides
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
 // "Validates signature with correct TS within 5 seconds", "at max allowed
 // time at 5 seconds", "Will reject if current time is more than 5seconds".
 TEST(SchemePaddle, SdkAgeBoundary) {
-  Delivery d;
-  d.now = kNow + 1;
+  Delivery d = Sdk();
+  d.now_sec = kNow + 1;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
-  d.now = kNow + 5;
+  d.now_sec = kNow + 5;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
-  d.now = kNow + 6;
+  d.now_sec = kNow + 6;
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
-  d.now = kNow + 4 * 86400;
+  d.now_sec = kNow + 4 * 86400;
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
   // Just past the boundary, to the microsecond (as the SDKs compare
   // Date.now() milliseconds and time() fractions).
-  d.now = kNow + 5;
-  d.extra_usec = 1;
+  d.now_sec = kNow + 5;
+  d.now_extra_usec = 1;
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
 }
 
 // The SDKs check age only: a ts in the future is not refused.
 TEST(SchemePaddle, FutureTimestampAccepted) {
-  Delivery d;
-  d.now = kNow - 3600;
+  Delivery d = Sdk();
+  d.now_sec = kNow - 3600;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
@@ -140,16 +127,17 @@ TEST(SchemePaddle, FutureTimestampAccepted) {
 // real one, three secrets of which the third verifies, Verifier(0) (no
 // time check).
 TEST(SchemePaddle, PythonSdkRotationVector) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = "hello-world";
-  d.header =
+  d.SetHeader(
+      kSignatureHeader,
       "ts=1696195954;h1=dummy;h1="
-      "d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02";
+      "d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02");
   d.secrets = {
       "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_TjIG2BXbm83HPXqNfziwe506sBEdqL/4",
       "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_vB/yIOnTOCWIvpBadM5jzBZPHc7OmdSo",
       "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh"};
-  d.tolerance = 0;
+  d.tolerance_sec = 0;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.secrets.pop_back();
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
@@ -158,7 +146,7 @@ TEST(SchemePaddle, PythonSdkRotationVector) {
 // test_Verifier.py test_validate_payload_body_integrity "Standard payload"
 // (tests/Unit/Notification/_fixtures/standard_payload.json, stripped).
 TEST(SchemePaddle, PythonSdkStandardPayload) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body =
       "{\"data\":{\"id\":\"ctm_01hs0tqf76sxmp7ba5e4mw1sc8\",\"name\":\"John "
       "Doe\",\"email\":"
@@ -172,22 +160,22 @@ TEST(SchemePaddle, PythonSdkStandardPayload) {
       "\"occurred_at\":"
       "\"2024-03-15T10:32:38.286848Z\",\"notification_id\":\"ntf_"
       "01hs0tqfrhgkyp39x4wyvy7h6n\"}";
-  d.header =
+  d.SetHeader(
+      kSignatureHeader,
       "ts=1710498758;h1="
-      "558bf93944dbeb4790c7a8af6cb2ea435c8ca9c8396aafc1a4e37424ac132744";
+      "558bf93944dbeb4790c7a8af6cb2ea435c8ca9c8396aafc1a4e37424ac132744");
   d.secrets = {
       "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_GrOWLNef+vmtjJYq4mSnHNzvc8uWoJ1I"};
-  d.now = 1710498758 + 2;
+  d.now_sec = 1710498758 + 2;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
 // Verifier.verify: "Unable to extract the 'Paddle-Signature' header".
 TEST(SchemePaddle, MissingHeader) {
-  Delivery d;
-  d.with_header = false;
+  Delivery d = Sdk();
+  d.RemoveHeader(kSignatureHeader);
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
-  d.with_header = true;
-  d.header = " ";
+  d.SetHeader(kSignatureHeader, " ");
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
 }
 

@@ -4,14 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/crypto.h"
-#include "core/scheme.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* Shopify/shopify-app-js packages/apps/shopify-api/lib/webhooks/__tests__/
  * validate.test.ts: rawBody, the HMAC it expects back, signed (utils.ts
@@ -20,60 +18,41 @@ const char kSecret[] = "test_secret_key";
 const char kBody[] = "{\"foo\": \"bar\"}";
 const char kHmac[] = "B23tXN681gZ0qIWNRrgtzBE9XSDo5yaUu6wfmhu3a7g=";
 
-struct Delivery {
-  std::string body = kBody;
-  std::vector<std::pair<std::string, std::string>> headers = {
-      {"X-Shopify-Topic", "products/create"},
-      {"X-Shopify-Hmac-Sha256", kHmac},
-      {"X-Shopify-Shop-Domain", "shop1.myshopify.io"},
-      {"X-Shopify-API-Version", "2023-01"},
-      {"X-Shopify-Webhook-Id", "123456789"}};
-  std::vector<std::string> secrets = {kSecret};
-};
-
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers;
-  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  req.now_usec = 1700000000LL * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("shopify");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* The validate.test.ts request. */
+Delivery Sdk() {
+  return Delivery{kBody,
+                  {{"X-Shopify-Topic", "products/create"},
+                   {"X-Shopify-Hmac-Sha256", kHmac},
+                   {"X-Shopify-Shop-Domain", "shop1.myshopify.io"},
+                   {"X-Shopify-API-Version", "2023-01"},
+                   {"X-Shopify-Webhook-Id", "123456789"}},
+                  {kSecret}};
 }
 
+const auto Verify = wi_test::VerifierFor("shopify");
+
 void SetHmac(Delivery *d, const std::string &value) {
-  for (auto &h : d->headers)
-    if (h.first == "X-Shopify-Hmac-Sha256") h.second = value;
+  d->SetHeader("X-Shopify-Hmac-Sha256", value);
 }
 
 }  // namespace
 
 // validate.test.ts "returns true for valid request".
 TEST(SchemeShopify, SdkValidRequest) {
-  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Sdk()), wi::Verdict::kValid);
 }
 
 // validate.test.ts "returns false on invalid HMAC" (headers() defaults hmac to
 // 'fake').
 TEST(SchemeShopify, SdkInvalidHmac) {
-  Delivery d;
+  Delivery d = Sdk();
   SetHmac(&d, "fake");
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
 // validate.test.ts "returns false on missing HMAC" (an empty header).
 TEST(SchemeShopify, SdkMissingHmac) {
-  Delivery d;
+  Delivery d = Sdk();
   SetHmac(&d, "");
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
   d.headers.erase(d.headers.begin() + 1);
@@ -81,13 +60,13 @@ TEST(SchemeShopify, SdkMissingHmac) {
 }
 
 TEST(SchemeShopify, TamperedBody) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = "{\"foo\":\"bar\"}";  // re-serialised by a proxy: one space less
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
 TEST(SchemeShopify, WrongSecretAndRotation) {
-  Delivery d;
+  Delivery d = Sdk();
   d.secrets = {"test_secret_key_old"};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.secrets.push_back(kSecret);
@@ -96,7 +75,7 @@ TEST(SchemeShopify, WrongSecretAndRotation) {
 
 // utils.ts headers({lowercase: true}): header names are case-insensitive.
 TEST(SchemeShopify, LowerCaseHeaderNames) {
-  Delivery d;
+  Delivery d = Sdk();
   d.headers = {{"x-shopify-hmac-sha256", kHmac}};
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
@@ -104,7 +83,7 @@ TEST(SchemeShopify, LowerCaseHeaderNames) {
 // shopify-app-js lib/webhooks/validate.ts: events webhooks also send
 // "shopify-hmac-sha256"; it is read when the X- header is absent.
 TEST(SchemeShopify, EventsHeaderSpelling) {
-  Delivery d;
+  Delivery d = Sdk();
   d.headers = {{"shopify-hmac-sha256", kHmac}};
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
@@ -112,7 +91,7 @@ TEST(SchemeShopify, EventsHeaderSpelling) {
 // The SDK compares the base64 text: hex of the same MAC, or base64 without
 // its padding, does not match.
 TEST(SchemeShopify, ComparesBase64Text) {
-  Delivery d;
+  Delivery d = Sdk();
   SetHmac(&d, std::string(kHmac).substr(0, 43));
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   std::string raw;

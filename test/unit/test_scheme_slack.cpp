@@ -3,15 +3,14 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/crypto.h"
-#include "core/scheme.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* python-slack-sdk tests/slack_sdk/signature/test_signature_verifier.py,
  * taken from
@@ -30,34 +29,17 @@ const char kSignature[] =
     "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
 const int64_t kNow = 1531420618; /* the test's MockClock */
 
-struct Delivery {
-  std::string body = kBody;
-  std::vector<std::pair<std::string, std::string>> headers = {
-      {"X-Slack-Request-Timestamp", kTimestamp},
-      {"X-Slack-Signature", kSignature}};
-  std::vector<std::string> secrets = {kSigningSecret};
-  int64_t now = kNow;
-};
-
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers;
-  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  req.now_usec = d.now * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("slack");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* The documented request, checked at the test's clock. */
+Delivery Documented() {
+  Delivery d{kBody,
+             {{"X-Slack-Request-Timestamp", kTimestamp},
+              {"X-Slack-Signature", kSignature}},
+             {kSigningSecret}};
+  d.now_sec = kNow;
+  return d;
 }
+
+const auto Verify = wi_test::VerifierFor("slack");
 
 /* A request signed at ts, as slackapi/bolt-js
  * src/receivers/verify-request.spec.ts builds them: v0= hex HMAC-SHA256 of
@@ -66,15 +48,12 @@ Delivery SignedAt(int64_t ts, int64_t now) {
   Delivery d;
   d.body = "{\"foo\":\"bar\"}";
   d.secrets = {"secret"};
-  d.now = now;
+  d.now_sec = now;
   std::string t = std::to_string(ts);
-  unsigned char mac[wi::kMaxDigestSize];
-  size_t n =
-      wi::Hmac(wi::Algorithm::kSha256, "secret", {"v0:", t, ":", d.body}, mac);
-  d.headers = {
-      {"x-slack-request-timestamp", t},
-      {"x-slack-signature", "v0=" + wi::HexEncode(std::string_view(
-                                        reinterpret_cast<char *>(mac), n))}};
+  d.headers = {{"x-slack-request-timestamp", t},
+               {"x-slack-signature",
+                "v0=" + wi_test::HexHmac(wi::Algorithm::kSha256, "secret",
+                                         {"v0:", t, ":", d.body})}};
   return d;
 }
 
@@ -82,20 +61,20 @@ Delivery SignedAt(int64_t ts, int64_t now) {
 
 // test_signature_verifier.py test_is_valid_request (the documented example).
 TEST(SchemeSlack, DocumentedExample) {
-  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Documented()), wi::Verdict::kValid);
 }
 
 // test_is_valid_request_invalid_body: body + "------".
 TEST(SchemeSlack, TamperedBody) {
-  Delivery d;
+  Delivery d = Documented();
   d.body += "------";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
 
 // test_is_valid_request_expiration: the documented request, checked now.
 TEST(SchemeSlack, ExpiredDocumentedRequest) {
-  Delivery d;
-  d.now = 1700000000;
+  Delivery d = Documented();
+  d.now_sec = 1700000000;
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
 }
 
@@ -116,34 +95,34 @@ TEST(SchemeSlack, TimestampWindowBothWays) {
 
 // test_is_valid_none / bolt getHeader: a missing header is refused.
 TEST(SchemeSlack, MissingHeaders) {
-  Delivery d;
+  Delivery d = Documented();
   d.headers.pop_back();
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
-  d = Delivery();
+  d = Documented();
   d.headers.erase(d.headers.begin());
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
-  d = Delivery();
+  d = Documented();
   d.headers[1].second = "";
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
 }
 
 // bolt-js: "unknown signature version"; a timestamp that is not a number.
 TEST(SchemeSlack, MalformedHeaders) {
-  Delivery d;
+  Delivery d = Documented();
   d.headers[1].second = std::string("v1=") + (kSignature + 3);
   EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature);
-  d = Delivery();
+  d = Documented();
   d.headers[0].second = "soon";
   EXPECT_EQ(Verify(d), wi::Verdict::kMalformedSignature);
 }
 
 // bolt-js spec "should detect an invalid signature" ("v0=invalid-signature").
 TEST(SchemeSlack, InvalidSignature) {
-  Delivery d;
+  Delivery d = Documented();
   d.headers[1].second = "v0=invalid-signature";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   // The SDKs compare the hex text: upper case does not match.
-  d = Delivery();
+  d = Documented();
   std::string upper = kSignature;
   for (size_t i = 3; i < upper.size(); ++i)
     upper[i] = static_cast<char>(toupper(upper[i]));
@@ -152,7 +131,7 @@ TEST(SchemeSlack, InvalidSignature) {
 }
 
 TEST(SchemeSlack, WrongSecretAndRotation) {
-  Delivery d;
+  Delivery d = Documented();
   d.secrets = {"8f742231b10e8888abcd99yyyzzz85a6"};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.secrets.push_back(kSigningSecret);
@@ -162,7 +141,7 @@ TEST(SchemeSlack, WrongSecretAndRotation) {
 // The timestamp header is signed as sent (slack_sdk formats the header
 // string into the base string), so a signature over another spelling fails.
 TEST(SchemeSlack, TimestampSignedAsSent) {
-  Delivery d;
+  Delivery d = Documented();
   d.headers[0].second = std::string("0") + kTimestamp;
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }

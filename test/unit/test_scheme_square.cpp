@@ -3,15 +3,13 @@
  */
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/scheme.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* square/square-nodejs-sdk tests/integration/webhooks.test.ts (the same
  * vectors as the older test/utilities/webhooksHelper.test.ts). */
@@ -25,46 +23,26 @@ const char kSignature[] = "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4=";
 const char kKey[] = "Ibxx_5AKakO-3qeNVR61Dw";
 const char kUrl[] = "https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9";
 
-struct Delivery {
-  std::string body = kBody;
-  std::vector<std::pair<std::string, std::string>> headers = {
-      {"x-square-hmacsha256-signature", kSignature}};
-  std::optional<std::string> url = std::string(kUrl);
-  std::vector<std::string> secrets = {kKey};
-};
-
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers;
-  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  if (d.url) req.url = std::string_view(*d.url);
-  req.now_usec = 1700000000LL * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("square");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* The webhooks.test.ts notification. */
+Delivery Sdk() {
+  Delivery d{kBody, {{"x-square-hmacsha256-signature", kSignature}}, {kKey}};
+  d.url = kUrl;
+  return d;
 }
+
+const auto Verify = wi_test::VerifierFor("square");
 
 }  // namespace
 
 // webhooks.test.ts "test signature validation pass".
 TEST(SchemeSquare, SdkValidationPass) {
-  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Sdk()), wi::Verdict::kValid);
 }
 
 // webhooks.test.ts "test signature unescaped chars validation pass" and
 // "test signature with escaped characters".
 TEST(SchemeSquare, SdkSpecialCharacterBodies) {
-  Delivery d;
+  Delivery d = Sdk();
   d.url = "https://webhook.site/webhooks";
   d.secrets = {"signature-key"};
   d.body = "{\"data\":{\"type\":\"webhooks\",\"id\":\"fake_id\"}}";
@@ -79,7 +57,7 @@ TEST(SchemeSquare, SdkSpecialCharacterBodies) {
 
 // "fails on notification url mismatch"; the URL is used exactly as given.
 TEST(SchemeSquare, SdkUrlMismatch) {
-  Delivery d;
+  Delivery d = Sdk();
   d.url = "https://webhook.site/79a4f3a-dcfa-49ee-bac5-9d0edad886b9";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.url = std::string(kUrl) + "/";
@@ -90,7 +68,7 @@ TEST(SchemeSquare, SdkUrlMismatch) {
 
 // "fails on invalid signature key", then rotation.
 TEST(SchemeSquare, SdkInvalidKeyAndRotation) {
-  Delivery d;
+  Delivery d = Sdk();
   d.secrets = {"MCmhFRxGX82xMwg5FsaoQA"};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.secrets.push_back(kKey);
@@ -99,7 +77,7 @@ TEST(SchemeSquare, SdkInvalidKeyAndRotation) {
 
 // "fails on invalida signature header".
 TEST(SchemeSquare, SdkInvalidSignatureHeader) {
-  Delivery d;
+  Delivery d = Sdk();
   d.headers = {
       {"x-square-hmacsha256-signature", "1z2n3DEJJiUPKcPzQo1ftvbxGdw="}};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
@@ -107,7 +85,7 @@ TEST(SchemeSquare, SdkInvalidSignatureHeader) {
 
 // "fails on request body mismatch" and "fails on request body formatted".
 TEST(SchemeSquare, SdkBodyMismatch) {
-  Delivery d;
+  Delivery d = Sdk();
   std::string changed = kBody;
   changed.replace(changed.find("2022-07-13"), 10, "2022-06-13");
   d.body = changed;
@@ -126,7 +104,7 @@ TEST(SchemeSquare, SdkBodyMismatch) {
 // "throws error on empty notification url": without the URL nothing can be
 // verified, which is a missing signature here, never an error or valid.
 TEST(SchemeSquare, MissingUrl) {
-  Delivery d;
+  Delivery d = Sdk();
   d.url.reset();
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
   d.url = "";
@@ -134,7 +112,7 @@ TEST(SchemeSquare, MissingUrl) {
 }
 
 TEST(SchemeSquare, MissingHeader) {
-  Delivery d;
+  Delivery d = Sdk();
   d.headers = {{"X-Square-Signature", "legacy-sha1"}};
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
 }

@@ -5,17 +5,15 @@
  */
 #include <gtest/gtest.h>
 
-#include <optional>
+#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "core/api.h"
-#include "core/crypto.h"
-#include "core/scheme.h"
 #include "core/schemes/standard.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* standard-webhooks libraries/javascript/src/webhook.test.ts and
  * libraries/python/tests/test_webhooks.py: defaultMsgID, defaultPayload,
@@ -26,44 +24,22 @@ const char kSecret[] = "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const int64_t kSignTime = 1614265330;
 const char kSignature[] = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
 
-struct Delivery {
-  std::string body = kPayload;
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::vector<std::string> secrets = {std::string("whsec_") + kSecret};
-  int64_t now = kSignTime;
-  int64_t tolerance = 300;
-};
-
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers;
-  for (const auto &h : d.headers) headers.push_back({h.first, h.second});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  req.now_usec = d.now * 1000000;
-  req.tolerance_usec = d.tolerance * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("standard");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* defaultPayload under the whsec_ secret, checked at kSignTime; no headers. */
+Delivery Unsigned() {
+  Delivery d{kPayload, {}, {std::string("whsec_") + kSecret}};
+  d.now_sec = kSignTime;
+  return d;
 }
+
+const auto Verify = wi_test::VerifierFor("standard");
 
 /* "v1,<base64 HMAC-SHA256(key, id.ts.body)>", for cases the SDKs build the
  * same way (their TestPayload classes sign with the current time). */
 std::string Sign(const std::string &key, const std::string &id, int64_t ts,
                  const std::string &body) {
   std::string t = std::to_string(ts);
-  unsigned char mac[wi::kMaxDigestSize];
-  size_t n =
-      wi::Hmac(wi::Algorithm::kSha256, key, {id, ".", t, ".", body}, mac);
-  return "v1," +
-         wi::Base64Encode(std::string_view(reinterpret_cast<char *>(mac), n));
+  return "v1," + wi_test::Base64Hmac(wi::Algorithm::kSha256, key,
+                                     {id, ".", t, ".", body});
 }
 
 std::string DecodedKey() {
@@ -73,8 +49,8 @@ std::string DecodedKey() {
 }
 
 Delivery AtTime(int64_t ts, int64_t now) {
-  Delivery d;
-  d.now = now;
+  Delivery d = Unsigned();
+  d.now_sec = now;
   d.headers = {{"webhook-id", kMsgId},
                {"webhook-timestamp", std::to_string(ts)},
                {"webhook-signature", Sign(DecodedKey(), kMsgId, ts, kPayload)}};
@@ -82,7 +58,7 @@ Delivery AtTime(int64_t ts, int64_t now) {
 }
 
 Delivery Documented() {
-  Delivery d;
+  Delivery d = Unsigned();
   d.headers = {{"webhook-id", kMsgId},
                {"webhook-timestamp", std::to_string(kSignTime)},
                {"webhook-signature", kSignature}};
@@ -111,7 +87,7 @@ TEST(SchemeStandard, UnpaddedBase64Secret) {
   std::string b64 = wi::Base64Encode(key);
   ASSERT_EQ(b64.back(), '=');
   std::string unpadded = b64.substr(0, b64.find('='));
-  Delivery d;
+  Delivery d = Unsigned();
   d.secrets = {"whsec_" + unpadded};
   d.headers = {{"webhook-id", kMsgId},
                {"webhook-timestamp", std::to_string(kSignTime)},
@@ -178,14 +154,14 @@ TEST(SchemeStandard, TimestampWindowBothWays) {
             wi::Verdict::kTimestampOutsideTolerance);
   // The source's tolerance is the window.
   Delivery d = AtTime(now - 301, now);
-  d.tolerance = 600;
+  d.tolerance_sec = 600;
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
 // The timestamp is checked before the signature, as the libraries do.
 TEST(SchemeStandard, TimestampCheckedFirst) {
   Delivery d = Documented();
-  d.now = kSignTime + 3600;
+  d.now_sec = kSignTime + 3600;
   d.headers[2].second = "v1,AAAA";
   EXPECT_EQ(Verify(d), wi::Verdict::kTimestampOutsideTolerance);
 }

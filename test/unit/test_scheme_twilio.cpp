@@ -4,18 +4,16 @@
  */
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "core/api.h"
-#include "core/crypto.h"
 #include "core/form.h"
-#include "core/scheme.h"
 #include "core/schemes/twilio.h"
+#include "core_test_util.h"
 
 namespace {
+
+using wi_test::Delivery;
 
 /* twilio/twilio-node spec/validation.spec.js: token, defaultParams (sent
  * here as the form body Twilio posts), defaultSignature, requestUrl, body,
@@ -31,47 +29,30 @@ const char kJsonBody[] = "{\"property\": \"value\", \"boolean\": true}";
 const char kBodySha[] =
     "0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620";
 
-struct Delivery {
-  std::string body = kParams;
-  std::optional<std::string> signature = std::string(kSignature);
-  std::optional<std::string> url = std::string(kUrl);
-  std::vector<std::string> secrets = {kToken};
-};
+const char kSignatureHeader[] = "X-Twilio-Signature";
 
-wi::Verdict Verify(const Delivery &d) {
-  std::vector<wi::Header> headers = {
-      {"Content-Type", "application/x-www-form-urlencoded"}};
-  if (d.signature) headers.push_back({"X-Twilio-Signature", *d.signature});
-  std::vector<std::string_view> secrets(d.secrets.begin(), d.secrets.end());
-  wi::VerifyRequest req;
-  req.body = d.body;
-  req.headers = headers.data();
-  req.n_headers = headers.size();
-  if (d.url) req.url = std::string_view(*d.url);
-  req.now_usec = 1700000000LL * 1000000;
-  req.tolerance_usec = 300LL * 1000000;
-  req.secrets = secrets.data();
-  req.n_secrets = secrets.size();
-  const wi::Scheme *scheme = wi::FindScheme("twilio");
-  EXPECT_NE(scheme, nullptr);
-  wi::Verdict verdict = wi::Verdict::kValid;
-  wi::Status st;
-  EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st)) << st.message;
-  return verdict;
+/* The validation.spec.js request: defaultParams posted to requestUrl. */
+Delivery Sdk() {
+  Delivery d{kParams,
+             {{"Content-Type", "application/x-www-form-urlencoded"},
+              {kSignatureHeader, kSignature}},
+             {kToken}};
+  d.url = kUrl;
+  return d;
 }
 
+const auto Verify = wi_test::VerifierFor("twilio");
+
 Delivery With(const std::string &url, const std::string &signature) {
-  Delivery d;
+  Delivery d = Sdk();
   d.url = url;
-  d.signature = signature;
+  d.SetHeader(kSignatureHeader, signature);
   return d;
 }
 
 /* getExpectedTwilioSignature(token, url, {}) as twilio-node computes it. */
 std::string SignUrl(const std::string &token, const std::string &url) {
-  unsigned char mac[wi::kMaxDigestSize];
-  size_t n = wi::Hmac(wi::Algorithm::kSha1, token, {url}, mac);
-  return wi::Base64Encode(std::string_view(reinterpret_cast<char *>(mac), n));
+  return wi_test::Base64Hmac(wi::Algorithm::kSha1, token, {url});
 }
 
 }  // namespace
@@ -79,7 +60,7 @@ std::string SignUrl(const std::string &token, const std::string &url) {
 // validation.spec.js "should succeed with the correct signature" and
 // "should fail when given the wrong signature".
 TEST(SchemeTwilio, SdkDefaultSignature) {
-  EXPECT_EQ(Verify(Delivery()), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Sdk()), wi::Verdict::kValid);
   EXPECT_EQ(Verify(With(kUrl, "WRONG_SIGNATURE")),
             wi::Verdict::kSignatureMismatch);
 }
@@ -150,38 +131,38 @@ TEST(SchemeTwilio, SdkSingleQuoteEscapedOrNot) {
 // and "... with multiple params and values" (Digits repeated, one value
 // twice: twilio-node signs each distinct value once).
 TEST(SchemeTwilio, SdkRepeatedParameters) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body =
       "MessagingBinding.Address=%2B1325xxxxxxx&MessagingBinding.Address=%"
       "2B1415xxxxxxx";
-  d.signature = "83O6e2vORAoJHUNzJjDWN1jz+BA=";
+  d.SetHeader(kSignatureHeader, "83O6e2vORAoJHUNzJjDWN1jz+BA=");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.body =
       "MessagingBinding.Address=%2B1415xxxxxxx&MessagingBinding.Address=%"
       "2B1325xxxxxxx";
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.body = "Sid=CA123&SidAccount=AC123&Digits=5678&Digits=1234&Digits=1234";
-  d.signature = "IK+Dwps556ElfBT0I3Rgjkr1wJU=";
+  d.SetHeader(kSignatureHeader, "IK+Dwps556ElfBT0I3Rgjkr1wJU=");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
 // "should validate request body when given", "... when empty" (body "{}",
 // signed with the :443 variant) and "... with only sha param".
 TEST(SchemeTwilio, SdkJsonBodyWithBodySha256) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = kJsonBody;
   d.url = std::string(kUrl) + "&bodySHA256=" + kBodySha;
-  d.signature = "a9nBmqA0ju/hNViExpshrM61xv4=";
+  d.SetHeader(kSignatureHeader, "a9nBmqA0ju/hNViExpshrM61xv4=");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.body = "{}";
   d.url = std::string(kUrl) +
           "&bodySHA256="
           "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
-  d.signature = "Ldidvp12m26NI7eqEvxnEpkd9Hc=";
+  d.SetHeader(kSignatureHeader, "Ldidvp12m26NI7eqEvxnEpkd9Hc=");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
   d.body = kJsonBody;
   d.url = std::string("https://mycompany.com/myapp.php?bodySHA256=") + kBodySha;
-  d.signature = "y77kIzt2vzLz71DgmJGsen2scGs=";
+  d.SetHeader(kSignatureHeader, "y77kIzt2vzLz71DgmJGsen2scGs=");
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
 }
 
@@ -190,16 +171,16 @@ TEST(SchemeTwilio, SdkJsonBodyWithBodySha256) {
 // bodySHA256 parameter ("should fail validation if given body but no
 // bodySHA256 param").
 TEST(SchemeTwilio, SdkJsonBodyMismatch) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = kJsonBody;
   std::string full = std::string(kUrl) + "&bodySHA256=" + kBodySha;
   d.url = full.substr(0, full.size() - 1);
-  d.signature = "a9nBmqA0ju/hNViExpshrM61xv4=";
+  d.SetHeader(kSignatureHeader, "a9nBmqA0ju/hNViExpshrM61xv4=");
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.url = full;
   d.body = "{\"property\": \"value\", \"boolean\": false}";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
-  d = Delivery();
+  d = Sdk();
   d.body = kJsonBody;
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
@@ -207,13 +188,13 @@ TEST(SchemeTwilio, SdkJsonBodyMismatch) {
 // The middleware answers 400 without X-Twilio-Signature; without the URL
 // nothing can be verified.
 TEST(SchemeTwilio, MissingHeaderOrUrl) {
-  Delivery d;
-  d.signature.reset();
+  Delivery d = Sdk();
+  d.RemoveHeader(kSignatureHeader);
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
-  d = Delivery();
-  d.signature = "";
+  d = Sdk();
+  d.SetHeader(kSignatureHeader, "");
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
-  d = Delivery();
+  d = Sdk();
   d.url.reset();
   EXPECT_EQ(Verify(d), wi::Verdict::kMissingSignature);
   d.url = " ";
@@ -221,18 +202,18 @@ TEST(SchemeTwilio, MissingHeaderOrUrl) {
 }
 
 TEST(SchemeTwilio, TamperedFormWrongTokenRotationAndBadUrl) {
-  Delivery d;
+  Delivery d = Sdk();
   d.body = std::string(kParams) + "&Extra=1";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
-  d = Delivery();
+  d = Sdk();
   d.secrets = {"54321"};
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
   d.secrets.push_back(kToken);  // secondary auth token during rotation
   EXPECT_EQ(Verify(d), wi::Verdict::kValid);
-  d = Delivery();
+  d = Sdk();
   d.body = "CallSid=%zz";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
-  d = Delivery();
+  d = Sdk();
   d.url = "not a url";
   EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
 }
