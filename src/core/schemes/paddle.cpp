@@ -20,28 +20,16 @@ namespace wi {
 
 PaddleSignature ParsePaddleSignature(std::string_view header) {
   PaddleSignature parsed;
-  size_t pos = 0;
-  while (pos <= header.size()) {
-    size_t semi = header.find(';', pos);
-    if (semi == std::string_view::npos) semi = header.size();
-    std::string_view item = header.substr(pos, semi - pos);
-    size_t eq = item.find('=');
-    if (eq != std::string_view::npos) {
-      std::string_view key = item.substr(0, eq);
-      std::string_view value = item.substr(eq + 1);
-      value = value.substr(0, value.find('='));
-      if (!value.empty()) {
-        if (key == "ts") {
-          int64_t ts;
-          parsed.has_timestamp = ParseInt64(value, &ts);
-          parsed.timestamp = parsed.has_timestamp ? ts : 0;
-        } else if (key == "h1") {
-          parsed.h1.push_back(value);
-        }
-      }
+  ForEachKeyValue(header, ';', [&](std::string_view key, std::string_view value) {
+    if (value.empty()) return;
+    if (key == "ts") {
+      int64_t ts;
+      parsed.has_timestamp = ParseInt64(value, &ts);
+      parsed.timestamp = parsed.has_timestamp ? ts : 0;
+    } else if (key == "h1") {
+      parsed.h1.push_back(value);
     }
-    pos = semi + 1;
-  }
+  });
   return parsed;
 }
 

@@ -35,4 +35,24 @@ inline std::string_view MacBytes(const unsigned char *mac, size_t n) noexcept {
   return std::string_view(reinterpret_cast<const char *>(mac), n);
 }
 
+/* Calls f(key, value) for each "key=value" item of a header whose items are
+ * separated by separator (Stripe's ',', Paddle's ';'), in order. As the
+ * SDKs split each item on '=', the value ends at the next '=' if any; an
+ * item without '=' is skipped. */
+template <typename F>
+void ForEachKeyValue(std::string_view header, char separator, F &&f) {
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t end = header.find(separator, pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view item = header.substr(pos, end - pos);
+    size_t eq = item.find('=');
+    if (eq != std::string_view::npos) {
+      std::string_view value = item.substr(eq + 1);
+      f(item.substr(0, eq), value.substr(0, value.find('=')));
+    }
+    pos = end + 1;
+  }
+}
+
 }  // namespace wi

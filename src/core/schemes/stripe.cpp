@@ -10,38 +10,23 @@
 
 #include "core/crypto.h"
 #include "core/scheme.h"
+#include "core/schemes/shared.h"
 #include "core/cpp_only.h"
 
 namespace wi {
 
 StripeHeader ParseStripeHeader(std::string_view header) {
   StripeHeader parsed;
-  size_t pos = 0;
-  while (pos <= header.size()) {
-    size_t comma = header.find(',', pos);
-    if (comma == std::string_view::npos) comma = header.size();
-    std::string_view item = header.substr(pos, comma - pos);
-    size_t eq = item.find('=');
-    if (eq != std::string_view::npos) {
-      std::string_view key = item.substr(0, eq);
-      std::string_view value = item.substr(eq + 1);
-      /* stripe-node splits each item on '=' and keeps the second piece. */
-      size_t next_eq = value.find('=');
-      if (next_eq != std::string_view::npos) value = value.substr(0, next_eq);
-      if (key == "t") {
-        int64_t t;
-        if (ParseInt64(value, &t)) {
-          parsed.has_timestamp = true;
-          parsed.timestamp = t;
-        } else {
-          parsed.has_timestamp = false; /* the last t= decides, as in stripe-node */
-        }
-      } else if (key == "v1") {
-        parsed.v1.push_back(value);
-      }
+  ForEachKeyValue(header, ',', [&](std::string_view key, std::string_view value) {
+    if (key == "t") {
+      int64_t t;
+      /* The last t= decides, as in stripe-node. */
+      parsed.has_timestamp = ParseInt64(value, &t);
+      parsed.timestamp = parsed.has_timestamp ? t : 0;
+    } else if (key == "v1") {
+      parsed.v1.push_back(value);
     }
-    pos = comma + 1;
-  }
+  });
   return parsed;
 }
 
