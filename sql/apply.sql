@@ -1,12 +1,5 @@
 -- apply_event: every synchronous status and the rules of SPEC.md section 2.
-\set SHOW_CONTEXT never
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 -- Stripe-Signature for body, signed now with secret.
 CREATE FUNCTION pg_temp.signed(body text, secret text DEFAULT 'whsec_test',
                                t bigint DEFAULT extract(epoch FROM now())::bigint) RETURNS jsonb

@@ -1,13 +1,6 @@
 -- Async sources: queued deliveries, workers, leases and fencing, retries,
 -- dead letters, replay and purge.
-\set SHOW_CONTEXT never
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 
 CREATE SCHEMA shop;
 CREATE TABLE shop.orders (event_id text, amount int);

@@ -1,13 +1,6 @@
 -- Hostile and broken deliveries: each gets an outcome (or, for misuse, an
 -- error), nothing is written for a rejected delivery, the server stays up.
-\set SHOW_CONTEXT never
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 CREATE TABLE bad_runs (n int);
 CREATE FUNCTION bad_handler(p jsonb) RETURNS void LANGUAGE sql AS $$ INSERT INTO bad_runs VALUES (1) $$;
 SELECT source FROM webhook_idem.register_source('bad', 'none', handler => 'bad_handler(jsonb)');

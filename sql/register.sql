@@ -1,12 +1,5 @@
 -- register_source, drop_source and the source cache.
-\set SHOW_CONTEXT never
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 
 CREATE SCHEMA reg;
 CREATE FUNCTION reg.ok(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT p $$;

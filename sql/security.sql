@@ -1,12 +1,5 @@
 -- Roles, privileges and who the handler runs as.
-\set SHOW_CONTEXT never
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 
 -- The three roles exist and log in nowhere.
 SELECT rolname, rolcanlogin, rolsuper FROM pg_roles WHERE rolname LIKE 'webhook_idem%' ORDER BY 1;

@@ -7,14 +7,7 @@ LANGUAGE sql AS $$
   SELECT pg_catalog.format('t=%s,v1=%s', t,
          encode(webhook_idem.hmac(convert_to(t || '.' || body, 'UTF8'), convert_to(secret, 'UTF8')), 'hex'))
 $$;
--- Runs a statement and shows its SQLSTATE and message instead of failing.
-CREATE FUNCTION pg_temp.err(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/helpers.sql
 
 \set body '{"id":"evt_1","object":"event"}'
 \set at '''2026-01-01 00:00:00+00'''
