@@ -44,6 +44,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	if (!src->handler_fn_ready)
 	{
 		fmgr_info_cxt(src->handler, &src->handler_fn, GetMemoryChunkContext(src));
+		src->handler_returns_jsonb = get_func_rettype(src->handler) == JSONBOID;
 		src->handler_fn_ready = true;
 	}
 
@@ -73,7 +74,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		fcinfo->args[0].value = JsonbPGetDatum(event->payload);
 		fcinfo->args[0].isnull = false;
 		value = FunctionCallInvoke(fcinfo);
-		if (!fcinfo->isnull && get_func_rettype(src->handler) == JSONBOID)
+		if (!fcinfo->isnull && src->handler_returns_jsonb)
 		{
 			MemoryContextSwitchTo(cxt);
 			value_out = DatumGetJsonbPCopy(value);

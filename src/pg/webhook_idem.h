@@ -81,6 +81,7 @@ typedef struct WiSource
 	WiEventIdRule id_primary;
 	WiEventIdRule id_fallback;
 	FmgrInfo	handler_fn;
+	bool		handler_returns_jsonb;	/* else void */
 	bool		handler_fn_ready;
 } WiSource;
 
