@@ -31,7 +31,6 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	Jsonb	   *volatile value_out = NULL;
 	char	   *volatile error = NULL;
 	WiHandlerResult result = {true, NULL, NULL};
-	StringInfoData path;
 
 	if (src->handler_name == NULL)
 		return result;			/* no handler: recording the event is the effect */
@@ -48,10 +47,6 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		src->handler_fn_ready = true;
 	}
 
-	initStringInfo(&path);
-	if (src->search_path[0] != '\0')
-		appendStringInfo(&path, "%s, ", src->search_path);
-	appendStringInfoString(&path, "pg_temp");	/* temp objects never shadow */
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -66,7 +61,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
 		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 		save_nestlevel = NewGUCNestLevel();
-		(void) set_config_option("search_path", path.data, PGC_USERSET, PGC_S_SESSION,
+		(void) set_config_option("search_path", src->search_path, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		current_event = event;
 

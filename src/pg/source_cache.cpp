@@ -237,7 +237,14 @@ LoadSource(const char *name)
 		ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(opts), &src->hmac, cache_cxt);
 	}
 	src->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 11, &isnull));
-	src->search_path = TextDatumGetCString(SPI_getbinval(tup, desc, 12, &isnull));
+	{
+		/* The handler's search_path: the registered one, pg_temp last so
+		 * that no session's temporary objects shadow what it uses. */
+		char	   *registered = TextDatumGetCString(SPI_getbinval(tup, desc, 12, &isnull));
+
+		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
+			: pstrdup("pg_temp");
+	}
 	{
 		Datum		secrets = SPI_getbinval(tup, desc, 13, &isnull);
 

@@ -77,7 +77,7 @@ typedef struct WiSource
 	char	   *handler_name;	/* NULL: no handler */
 	Oid			handler;		/* InvalidOid if it no longer resolves */
 	Oid			owner;
-	char	   *search_path;
+	char	   *search_path;	/* the handler's, with pg_temp last */
 	WiEventIdRule id_primary;
 	WiEventIdRule id_fallback;
 	FmgrInfo	handler_fn;
