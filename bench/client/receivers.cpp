@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <unistd.h>
 
 #include "pg.h"
@@ -137,6 +138,17 @@ class FloorReceiver : public Receiver {
   std::unique_ptr<PgConn> pg_;
 };
 
+/* What both seeds do first, as a Stripe SDK receiver would: verify the
+ * signature and read the event id; an answer if the delivery is refused. */
+std::optional<Answer> Admit(const std::string &secret, const Delivery &d, std::string *id) {
+  std::string why;
+  if (!VerifyStripe(secret, d.signature, d.body, kToleranceS, &why))
+    return Answer{401, "invalid_signature", why};
+  *id = JsonField(d.body, "id");
+  if (id->empty()) return Answer{400, "invalid_payload", "no id"};
+  return std::nullopt;
+}
+
 /* Pipeline 3, the first seed: a Redis lock that expires, then the effect. */
 class SeedLockReceiver : public Receiver {
  public:
@@ -150,11 +162,8 @@ class SeedLockReceiver : public Receiver {
 
  protected:
   Answer DeliverOnce(const Delivery &d) override {
-    std::string why;
-    if (!VerifyStripe(o_.secret, d.signature, d.body, kToleranceS, &why))
-      return {401, "invalid_signature", why};
-    const std::string id = JsonField(d.body, "id");
-    if (id.empty()) return {400, "invalid_payload", "no id"};
+    std::string id;
+    if (std::optional<Answer> refused = Admit(o_.secret, d, &id)) return *refused;
 
     RedisReply lock = redis_->Command("SET wh3:lock:%s 1 NX PX %d", id.c_str(), o_.lock_ttl_ms);
     if (lock->type == REDIS_REPLY_NIL) return {200, "duplicate", "lock held"};
@@ -205,11 +214,8 @@ class SeedQueueReceiver : public Receiver {
 
  protected:
   Answer DeliverOnce(const Delivery &d) override {
-    std::string why;
-    if (!VerifyStripe(o_.secret, d.signature, d.body, kToleranceS, &why))
-      return {401, "invalid_signature", why};
-    const std::string id = JsonField(d.body, "id");
-    if (id.empty()) return {400, "invalid_payload", "no id"};
+    std::string id;
+    if (std::optional<Answer> refused = Admit(o_.secret, d, &id)) return *refused;
 
     RedisReply status = redis_->Command("GET wh4:status:%s", id.c_str());
     if (status->type == REDIS_REPLY_STRING && std::string(status->str, status->len) == "done")
