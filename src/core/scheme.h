@@ -73,6 +73,13 @@ struct Scheme {
   Verdict (*verify)(const VerifyRequest &req);
   /* Checks one configured secret; returns null if fine, else why not. */
   const char *(*check_secret)(std::string_view secret);
+  /* True for the generic schemes (hmac, none), whose source options are
+   * HmacOptions; every other scheme takes none. */
+  bool takes_options = false;
+  /* For a sender that posts form bodies without always saying so in a
+   * Content-Type header (Twilio): whether this delivery's body is a form,
+   * judging by the URL it was sent to. Null: the Content-Type decides. */
+  bool (*posts_form)(std::optional<std::string_view> url) noexcept = nullptr;
 };
 
 /* The scheme called name, or null. */

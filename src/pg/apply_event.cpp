@@ -32,55 +32,53 @@ MakeOutcome(const char *status, int http_status, const char *event_id, const cha
 	return o;
 }
 
-/* Runs the handler for the attempt numbered attempts and records how it
- * went: first is true when the event has no row yet. */
+/* Answers with how an attempt went (its status as recorded). */
 static Outcome
-Apply(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, bool first,
-	  const EventRow *row, TimestampTz now)
+AttemptOutcome(const char *status, const char *event_id, int32 attempts,
+			   const WiHandlerResult *res)
+{
+	Outcome		o;
+
+	if (strcmp(status, "applied") == 0)
+	{
+		o = MakeOutcome("applied", 200, event_id, NULL);
+		o.result = res->result;
+	}
+	else
+		o = MakeOutcome(status, strcmp(status, "dead") == 0 ? 202 : 500, event_id, res->error);
+	o.attempts = attempts;
+	o.attempts_null = false;
+	return o;
+}
+
+/* The first delivery of a sync event: run the handler, then record the
+ * event with how it went (no row exists until then). */
+static Outcome
+ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, TimestampTz now)
 {
 	WiCurrentEvent ev;
 	WiHandlerResult res;
-	Outcome		o;
-	int32		attempts = first ? 1 : row->attempts + 1;
-	int32		base = first ? 0 : row->attempts_base;
+	const char *status;
 
-	ev.id = first ? nextval_internal(EventsSeqRelid(), false) : row->id;
+	ev.id = nextval_internal(EventsSeqRelid(), false);
 	ev.source = src->name;
 	ev.event_id = event_id;
 	ev.payload = payload;
 	ev.body_sha256 = sha;
-	ev.deliveries = first ? 1 : row->deliveries + 1;
-	ev.attempts = attempts;
-	ev.attempts_base = base;
-	ev.received_at = first ? now : row->received_at;
-	ev.last_error = first ? NULL : row->last_error;
+	ev.deliveries = 1;
+	ev.attempts = 1;
+	ev.attempts_base = 0;
+	ev.received_at = now;
+	ev.last_error = NULL;
 
 	res = RunHandler(src, &ev);
 	if (res.ok)
-	{
-		if (first)
-			InsertEvent(ev.id, src->name, event_id, "applied", payload, sha, attempts, now,
-						res.result, NULL, false);
-		else
-			RecordAttempt(ev.id, "applied", attempts, res.result, NULL, true, NULL);
-		o = MakeOutcome("applied", 200, event_id, NULL);
-		o.result = res.result;
-	}
+		status = "applied";
 	else
-	{
-		bool		dead = attempts - base >= src->max_attempts;
-		const char *status = dead ? "dead" : "failed";
-
-		if (first)
-			InsertEvent(ev.id, src->name, event_id, status, payload, sha, attempts, now,
-						NULL, res.error, false);
-		else
-			RecordAttempt(ev.id, status, attempts, NULL, res.error, true, NULL);
-		o = MakeOutcome(status, dead ? 202 : 500, event_id, res.error);
-	}
-	o.attempts = attempts;
-	o.attempts_null = false;
-	return o;
+		status = AttemptsExhausted(src, 1, 0) ? "dead" : "failed";
+	InsertEvent(ev.id, src->name, event_id, status, payload, sha, 1, now,
+				res.ok ? res.result : NULL, res.ok ? NULL : res.error, false);
+	return AttemptOutcome(status, event_id, 1, &res);
 }
 
 /* Answers a delivery of an event that already has a row. */
@@ -136,7 +134,14 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		return Redelivered(src, event_id, payload, sha, &latest, now, true);
 	}
 	else
-		return Apply(src, event_id, payload, sha, false, row, now);	/* sync retry: at once */
+	{
+		/* A sync event that failed (or was replayed): the sender's retry
+		 * runs it again at once. */
+		WiHandlerResult res;
+		const char *status = AttemptKnownEvent(src, row, true, &res);
+
+		return AttemptOutcome(status, event_id, row->attempts + 1, &res);
+	}
 
 	o.attempts = row->attempts;
 	o.attempts_null = false;
@@ -270,7 +275,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 		o.attempts_null = false;
 		return o;
 	}
-	return Apply(src, event_id, payload, sha, true, NULL, now);
+	return ApplyFirst(src, event_id, payload, sha, now);
 }
 
 /*

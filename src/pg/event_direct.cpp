@@ -22,28 +22,6 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-/* The columns of webhook_idem.events, in the order the direct path writes
- * them; their attribute numbers are looked up by name. */
-enum EventColumn
-{
-	COL_ID,
-	COL_SOURCE,
-	COL_EVENT_ID,
-	COL_STATUS,
-	COL_PAYLOAD,
-	COL_BODY_SHA256,
-	COL_DELIVERIES,
-	COL_ATTEMPTS,
-	COL_ATTEMPTS_BASE,
-	COL_RECEIVED_AT,
-	COL_APPLIED_AT,
-	COL_LEASE_UNTIL,
-	COL_NEXT_ATTEMPT_AT,
-	COL_RESULT,
-	COL_LAST_ERROR,
-	N_EVENT_COLUMNS
-};
-
 static const char *const column_names[N_EVENT_COLUMNS] = {
 	"id", "source", "event_id", "status", "payload", "body_sha256", "deliveries",
 	"attempts", "attempts_base", "received_at", "applied_at", "lease_until",
@@ -101,14 +79,6 @@ DirectPathOk(Relation rel)
 	return live == N_EVENT_COLUMNS && OidIsValid(key_index) && OidIsValid(status_type);
 }
 
-/* Reads one column of a deformed events tuple. */
-static Datum
-Col(const Datum *values, const bool *nulls, EventColumn c, bool *isnull)
-{
-	*isnull = nulls[attnums[c] - 1];
-	return values[attnums[c] - 1];
-}
-
 int
 LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 {
@@ -143,29 +113,16 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 		HeapTuple	tup = ExecCopySlotHeapTuple(slot);
 		Datum	   *values = (Datum *) palloc(sizeof(Datum) * desc->natts);
 		bool	   *nulls = (bool *) palloc(sizeof(bool) * desc->natts);
-		bool		isnull;
-		Datum		d;
+		Datum		columns[N_EVENT_COLUMNS];
+		bool		column_nulls[N_EVENT_COLUMNS];
 
 		heap_deform_tuple(tup, desc, values, nulls);
-		row->id = DatumGetInt64(Col(values, nulls, COL_ID, &isnull));
-		row->source = TextDatumGetCString(Col(values, nulls, COL_SOURCE, &isnull));
-		row->event_id = TextDatumGetCString(Col(values, nulls, COL_EVENT_ID, &isnull));
-		row->status = DatumGetCString(DirectFunctionCall1(enum_out,
-														  Col(values, nulls, COL_STATUS, &isnull)));
-		d = Col(values, nulls, COL_PAYLOAD, &isnull);
-		row->payload = isnull ? NULL : DatumGetJsonbP(d);
-		row->body_sha256 = DatumGetByteaPP(Col(values, nulls, COL_BODY_SHA256, &isnull));
-		row->deliveries = DatumGetInt32(Col(values, nulls, COL_DELIVERIES, &isnull));
-		row->attempts = DatumGetInt32(Col(values, nulls, COL_ATTEMPTS, &isnull));
-		row->attempts_base = DatumGetInt32(Col(values, nulls, COL_ATTEMPTS_BASE, &isnull));
-		row->received_at = DatumGetTimestampTz(Col(values, nulls, COL_RECEIVED_AT, &isnull));
-		row->lease_until = DatumGetTimestampTz(Col(values, nulls, COL_LEASE_UNTIL, &row->lease_null));
-		row->next_attempt_at = DatumGetTimestampTz(Col(values, nulls, COL_NEXT_ATTEMPT_AT,
-													   &row->next_attempt_null));
-		d = Col(values, nulls, COL_RESULT, &isnull);
-		row->result = isnull ? NULL : DatumGetJsonbP(d);
-		d = Col(values, nulls, COL_LAST_ERROR, &isnull);
-		row->last_error = isnull ? NULL : TextDatumGetCString(d);
+		for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		{
+			columns[c] = values[attnums[c] - 1];
+			column_nulls[c] = nulls[attnums[c] - 1];
+		}
+		EventRowFromColumns(row, columns, column_nulls);
 		row->xmin = HeapTupleHeaderGetXmin(tup->t_data);
 	}
 	index_endscan(scan);

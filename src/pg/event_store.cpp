@@ -27,48 +27,43 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 	return *slot;
 }
 
-/* Reads column n of the current SPI row as text, or NULL. */
-static char *
-ColumnText(HeapTuple tup, TupleDesc desc, int n)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tup, desc, n, &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
-
-/* The columns every event read returns, in EventRow's order. */
+/* The columns every event read returns: EventColumn's order, then xmin. */
 #define EVENT_COLUMNS \
-	"id, source, event_id, status::pg_catalog.text, payload, body_sha256, attempts," \
-	" attempts_base, deliveries, result, received_at, last_error, lease_until," \
-	" next_attempt_at, xmin"
+	"id, source, event_id, status, payload, body_sha256, deliveries, attempts," \
+	" attempts_base, received_at, applied_at, lease_until, next_attempt_at, result," \
+	" last_error, xmin"
+
+void
+EventRowFromColumns(EventRow *row, const Datum *v, const bool *n)
+{
+	row->id = DatumGetInt64(v[COL_ID]);
+	row->source = TextDatumGetCString(v[COL_SOURCE]);
+	row->event_id = TextDatumGetCString(v[COL_EVENT_ID]);
+	row->status = DatumGetCString(DirectFunctionCall1(enum_out, v[COL_STATUS]));
+	row->payload = n[COL_PAYLOAD] ? NULL : DatumGetJsonbP(v[COL_PAYLOAD]);
+	row->body_sha256 = DatumGetByteaPP(v[COL_BODY_SHA256]);
+	row->deliveries = DatumGetInt32(v[COL_DELIVERIES]);
+	row->attempts = DatumGetInt32(v[COL_ATTEMPTS]);
+	row->attempts_base = DatumGetInt32(v[COL_ATTEMPTS_BASE]);
+	row->received_at = DatumGetTimestampTz(v[COL_RECEIVED_AT]);
+	row->lease_null = n[COL_LEASE_UNTIL];
+	row->lease_until = row->lease_null ? 0 : DatumGetTimestampTz(v[COL_LEASE_UNTIL]);
+	row->next_attempt_null = n[COL_NEXT_ATTEMPT_AT];
+	row->next_attempt_at = row->next_attempt_null ? 0 : DatumGetTimestampTz(v[COL_NEXT_ATTEMPT_AT]);
+	row->result = n[COL_RESULT] ? NULL : DatumGetJsonbP(v[COL_RESULT]);
+	row->last_error = n[COL_LAST_ERROR] ? NULL : TextDatumGetCString(v[COL_LAST_ERROR]);
+}
 
 /* Fills *row from the first row of the last SPI result. */
 static void
 ReadEventRow(EventRow *row)
 {
-	HeapTuple	tup = SPI_tuptable->vals[0];
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-	bool		isnull;
-	Datum		d;
+	Datum		values[N_EVENT_COLUMNS + 1];
+	bool		nulls[N_EVENT_COLUMNS + 1];
 
-	row->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	row->source = ColumnText(tup, desc, 2);
-	row->event_id = ColumnText(tup, desc, 3);
-	row->status = ColumnText(tup, desc, 4);
-	d = SPI_getbinval(tup, desc, 5, &isnull);
-	row->payload = isnull ? NULL : DatumGetJsonbP(d);
-	row->body_sha256 = DatumGetByteaPP(SPI_getbinval(tup, desc, 6, &isnull));
-	row->attempts = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	row->attempts_base = DatumGetInt32(SPI_getbinval(tup, desc, 8, &isnull));
-	row->deliveries = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
-	d = SPI_getbinval(tup, desc, 10, &isnull);
-	row->result = isnull ? NULL : DatumGetJsonbP(d);
-	row->received_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 11, &isnull));
-	row->last_error = ColumnText(tup, desc, 12);
-	row->lease_until = DatumGetTimestampTz(SPI_getbinval(tup, desc, 13, &row->lease_null));
-	row->next_attempt_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &row->next_attempt_null));
-	row->xmin = DatumGetTransactionId(SPI_getbinval(tup, desc, 15, &isnull));
+	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
+	EventRowFromColumns(row, values, nulls);
+	row->xmin = DatumGetTransactionId(values[N_EVENT_COLUMNS]);
 }
 
 bool

@@ -29,6 +29,32 @@ typedef struct EventRow
 	TransactionId xmin;
 } EventRow;
 
+/* The columns of webhook_idem.events, in one fixed order: EVENT_COLUMNS
+ * lists them so, and the direct path maps them to attribute numbers by
+ * name. */
+typedef enum EventColumn
+{
+	COL_ID,
+	COL_SOURCE,
+	COL_EVENT_ID,
+	COL_STATUS,
+	COL_PAYLOAD,
+	COL_BODY_SHA256,
+	COL_DELIVERIES,
+	COL_ATTEMPTS,
+	COL_ATTEMPTS_BASE,
+	COL_RECEIVED_AT,
+	COL_APPLIED_AT,
+	COL_LEASE_UNTIL,
+	COL_NEXT_ATTEMPT_AT,
+	COL_RESULT,
+	COL_LAST_ERROR,
+	N_EVENT_COLUMNS
+} EventColumn;
+
+/* Fills *row (all but xmin) from one row's columns in EventColumn order. */
+void		EventRowFromColumns(EventRow *row, const Datum *values, const bool *nulls);
+
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 
@@ -75,3 +101,19 @@ int32		CountBusyDelivery(const char *source, const char *event_id);
  * without, no worker takes it (a sync sender retries). */
 void		RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
 						  const char *last_error, bool delivery, const Interval *backoff);
+
+/* True once an event has used up its source's budget of attempts (counted
+ * from its last replay). */
+static inline bool
+AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
+{
+	return attempts - attempts_base >= src->max_attempts;
+}
+
+/* Runs the handler for the next attempt of a known event and records how
+ * it went: "applied", "failed" or "dead". With delivery, the attempt came
+ * with a delivery (counted; a failure waits for the sender's retry);
+ * otherwise a worker made it (a failure is retried after the backoff).
+ * *res receives the handler's result. */
+const char *AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
+							  WiHandlerResult *res);

@@ -3,7 +3,7 @@
  * in a subtransaction of the delivery, as the role that registered the
  * source, under that role's search_path, with current_event() answering.
  */
-#include "pg/webhook_idem.h"
+#include "pg/event_store.h"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_current_event);
@@ -111,6 +111,35 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	result.result = value_out;
 	result.error = error;
 	return result;
+}
+
+const char *
+AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerResult *res)
+{
+	WiCurrentEvent ev;
+	int32		attempts = row->attempts + 1;
+	const char *status;
+
+	ev.id = row->id;
+	ev.source = src->name;
+	ev.event_id = row->event_id;
+	ev.payload = row->payload;
+	ev.body_sha256 = row->body_sha256;
+	ev.deliveries = row->deliveries + (delivery ? 1 : 0);
+	ev.attempts = attempts;
+	ev.attempts_base = row->attempts_base;
+	ev.received_at = row->received_at;
+	ev.last_error = row->last_error;
+
+	*res = RunHandler(src, &ev);
+	if (res->ok)
+		status = "applied";
+	else
+		status = AttemptsExhausted(src, attempts, row->attempts_base) ? "dead" : "failed";
+	RecordAttempt(row->id, status, attempts, res->ok ? res->result : NULL,
+				  res->ok ? NULL : res->error, delivery,
+				  delivery || strcmp(status, "failed") != 0 ? NULL : &src->backoff);
+	return status;
 }
 
 /* Sets column name of a events row (if it has one) to value. */

@@ -80,12 +80,11 @@ IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url)
 		return type.size() >= sizeof(form_type) - 1 &&
 			wi::EqualsIgnoreCase(type.substr(0, sizeof(form_type) - 1), form_type);
 	}
-	/* Twilio posts forms, and JSON only with bodySHA256 in the URL. */
-	if (strcmp(scheme->name, "twilio") == 0)
-		return url == NULL ||
-			std::string_view(VARDATA_ANY(url), VARSIZE_ANY_EXHDR(url)).find("bodySHA256=") ==
-			std::string_view::npos;
-	return false;
+	if (scheme->posts_form == nullptr)
+		return false;
+	if (url == NULL)
+		return scheme->posts_form(std::nullopt);
+	return scheme->posts_form(std::string_view(VARDATA_ANY(url), VARSIZE_ANY_EXHDR(url)));
 }
 
 /* Orders form fields by name (bytes), then by position: a stable sort. */

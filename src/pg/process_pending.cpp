@@ -58,10 +58,8 @@ ProcessOne(int64 id)
 {
 	WiSource   *src;
 	EventRow	row;
-	WiCurrentEvent ev;
 	WiHandlerResult res;
 	TimestampTz now = GetCurrentTimestamp();
-	int32		attempts;
 
 	if (!LockEventRow(id, true, &row))
 		return false;
@@ -81,9 +79,8 @@ ProcessOne(int64 id)
 	if (row.next_attempt_null || row.next_attempt_at > now)
 		return false;
 
-	attempts = row.attempts + 1;
 	if (strcmp(row.status, "processing") == 0 &&
-		row.attempts - row.attempts_base >= src->max_attempts)
+		AttemptsExhausted(src, row.attempts, row.attempts_base))
 	{
 		RecordAttempt(row.id, "dead", row.attempts, NULL,
 					  psprintf("%s%slease expired on the last attempt",
@@ -91,27 +88,7 @@ ProcessOne(int64 id)
 					  false, NULL);
 		return true;
 	}
-
-	ev.id = row.id;
-	ev.source = src->name;
-	ev.event_id = row.event_id;
-	ev.payload = row.payload;
-	ev.body_sha256 = row.body_sha256;
-	ev.deliveries = row.deliveries;
-	ev.attempts = attempts;
-	ev.attempts_base = row.attempts_base;
-	ev.received_at = row.received_at;
-	ev.last_error = row.last_error;
-	res = RunHandler(src, &ev);
-	if (res.ok)
-		RecordAttempt(row.id, "applied", attempts, res.result, NULL, false, NULL);
-	else
-	{
-		bool		dead = attempts - row.attempts_base >= src->max_attempts;
-
-		RecordAttempt(row.id, dead ? "dead" : "failed", attempts, NULL, res.error, false,
-					  dead ? NULL : &src->backoff);
-	}
+	(void) AttemptKnownEvent(src, &row, false, &res);
 	return true;
 }
 

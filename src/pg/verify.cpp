@@ -107,7 +107,7 @@ ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *ou
 				   MemoryContext cxt)
 {
 	static const char *const known[] = {"header", "algorithm", "encoding", "prefix"};
-	bool		generic = strcmp(scheme->name, "hmac") == 0 || strcmp(scheme->name, "none") == 0;
+	bool		generic = scheme->takes_options;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;

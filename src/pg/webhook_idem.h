@@ -114,7 +114,8 @@ Jsonb	   *ParseJsonBody(const char *body, int len, const char **detail);
 Jsonb	   *ParseFormBody(const char *body, int len, const char **detail);
 
 /* True if the delivery's body is form data rather than JSON: its
- * Content-Type says so, or, for Twilio, the URL carries no bodySHA256. */
+ * Content-Type says so, or, without one, the scheme says its sender posts a
+ * form to this URL (Twilio, unless the URL carries bodySHA256). */
 bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url);
 
 /* Finds the event id by rule; NULL if the rule finds nothing usable. */

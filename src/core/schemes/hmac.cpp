@@ -52,6 +52,7 @@ extern const Scheme kHmacScheme = {
     {"header:X-Webhook-ID", "$.id"},
     VerifyHmac,
     nullptr,
+    true,
 };
 
 }  // namespace wi

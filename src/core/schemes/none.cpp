@@ -19,6 +19,7 @@ extern const Scheme kNoneScheme = {
     {"header:X-Webhook-ID", "$.id"},
     VerifyNone,
     nullptr,
+    true,
 };
 
 }  // namespace wi

@@ -321,6 +321,14 @@ class UrlVariants {
   int stage_ = 0;
 };
 
+/* As twilio-node: "bodySHA256" anywhere past the first byte of the URL
+ * means a JSON body; otherwise Twilio posted a form. */
+bool TwilioPostsForm(std::optional<std::string_view> url) noexcept {
+  if (!url) return true;
+  size_t marker = url->find("bodySHA256");
+  return marker == std::string_view::npos || marker == 0;
+}
+
 Verdict VerifyTwilio(const VerifyRequest &req) {
   std::optional<std::string_view> sig =
       FindSignatureHeader(req, "X-Twilio-Signature");
@@ -330,9 +338,7 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   WebUrl parsed;
   if (!ParseWebUrl(url, &parsed)) return Verdict::kSignatureMismatch;
 
-  /* As twilio-node: "bodySHA256" anywhere past the first byte means JSON. */
-  size_t marker = url.find("bodySHA256");
-  bool json_body = marker != std::string_view::npos && marker > 0;
+  bool json_body = !TwilioPostsForm(url);
   std::string params;
   if (!json_body) {
     Form form;
@@ -449,7 +455,7 @@ std::string QueryParam(std::string_view query, std::string_view name) {
 
 extern const Scheme kTwilioScheme = {
     "twilio",     true,    {"header:I-Twilio-Idempotency-Token", nullptr},
-    VerifyTwilio, nullptr,
+    VerifyTwilio, nullptr, false, TwilioPostsForm,
 };
 
 }  // namespace wi
