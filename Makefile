@@ -13,11 +13,14 @@ CORE_SRCS = $(sort $(wildcard src/core/*.cpp src/core/schemes/*.cpp))
 PG_SRCS = $(sort $(wildcard src/pg/*.cpp))
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
-# The install script is assembled from src/sql/*.sql in name order; upgrade
-# scripts from earlier releases live in src/sql/upgrade/.
+# The current version's install script is assembled from src/sql/*.sql in
+# name order. The install scripts of released versions are frozen as users
+# have them (src/sql/released/), and every release adds an upgrade script
+# from the one before it (src/sql/upgrade/).
 INSTALL_PARTS = $(sort $(wildcard src/sql/[0-9]*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
-DATA = $(wildcard src/sql/upgrade/$(EXTENSION)--*--*.sql)
+DATA = $(wildcard src/sql/released/$(EXTENSION)--*.sql) \
+	$(wildcard src/sql/upgrade/$(EXTENSION)--*--*.sql)
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
