@@ -30,10 +30,10 @@ ISOLATION_OPTS = --inputdir=test/isolation --load-extension=$(EXTENSION)
 PG_CONFIG ?= pg_config
 WERROR ?= -Werror
 PG_CPPFLAGS = -I$(CURDIR)/src
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-register -Wno-missing-field-initializers $(WERROR)
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-register -Wno-missing-field-initializers $(WERROR) -MMD -MP
 SHLIB_LINK = -lssl -lcrypto -lstdc++
 
-EXTRA_CLEAN = $(EXTENSION)--$(EXTVERSION).sql build results regression.diffs \
+EXTRA_CLEAN = $(EXTENSION)--$(EXTVERSION).sql $(OBJS:.o=.d) build results regression.diffs \
 	regression.out output_iso tmp_check log
 
 .DEFAULT_GOAL := all
@@ -46,6 +46,10 @@ include $(PGXS)
 
 # PostgreSQL's headers are system headers to us: their warnings are not ours.
 override CPPFLAGS := $(patsubst -I$(includedir_server),-isystem $(includedir_server),$(CPPFLAGS))
+
+# Every object depends on the headers it includes (-MMD writes a .d file
+# beside it), so editing a header rebuilds what uses it.
+-include $(OBJS:.o=.d)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(INSTALL_PARTS)
 	cat $^ > $@

@@ -42,7 +42,11 @@ fi
 work=$(mktemp -d /tmp/webhook_idem_tap.XXXXXX)
 cleanup() { rm -rf "$work"; }
 trap cleanup EXIT
+# What the tests read from the repository is copied too (a checkout may be
+# in a directory the postgres user cannot enter, such as /root).
 cp -r "$repo/test/t" "$work/t"
+mkdir -p "$work/examples"
+cp -r "$repo/examples/." "$work/examples/"
 
 run=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -57,7 +61,7 @@ status=0
 	PG_REGRESS="$pg_regress" \
 	TESTDIR="$work" \
 	HOME="$work" \
-	WEBHOOK_IDEM_ROOT="$repo" \
+	WEBHOOK_IDEM_ROOT="$work" \
 	LANG=C.UTF-8 \
 	PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-120}" \
 	prove -v --timer "${tests[@]}") || status=$?

@@ -36,8 +36,9 @@ unit: $(BUILD_DIR)/unit_tests
 	$(BUILD_DIR)/unit_tests --gtest_brief=1
 
 # pg_regress and pg_isolation_regress against a throwaway cluster.
+PG_MAJOR = $(shell $(PG_CONFIG) --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
 check-pg:
-	pg_virtualenv -t -v 15 $(MAKE) installcheck
+	pg_virtualenv -t -v $(PG_MAJOR) $(MAKE) installcheck
 
 # TAP tests (crashes, restarts) run as the postgres user.
 tap:

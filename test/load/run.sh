@@ -24,10 +24,21 @@ repo=$(cd "$here/../.." && pwd)
 run_as=${LOAD_USER:-postgres}
 
 if [ "$(id -u)" -eq 0 ]; then
-	exec runuser -u "$run_as" -- env PATH="$PATH" PG_CONFIG="${PG_CONFIG:-pg_config}" \
+	# The postgres user may not be able to enter the checkout (a clone in
+	# /root): it runs a copy of what it needs, in a directory of its own.
+	copy=$(mktemp -d /tmp/webhook_idem_load_src.XXXXXX)
+	mkdir -p "$copy/test/load" "$copy/examples"
+	cp "$here"/*.sql "$here/run.sh" "$copy/test/load/"
+	cp "$repo/examples/worker.py" "$copy/examples/"
+	chown -R "$run_as" "$copy"
+	status=0
+	runuser -u "$run_as" -- env PATH="$PATH" PG_CONFIG="${PG_CONFIG:-pg_config}" \
 		LOAD_SECONDS="${LOAD_SECONDS:-}" RECEIVERS="${RECEIVERS:-}" WORKERS="${WORKERS:-}" \
 		BATCH="${BATCH:-}" ID_SPACE="${ID_SPACE:-}" MAX_ATTEMPTS="${MAX_ATTEMPTS:-}" \
-		DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-}" NOTIFY="${NOTIFY:-}" KEEP="${KEEP:-}" bash "$here/run.sh" "$@"
+		DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-}" NOTIFY="${NOTIFY:-}" KEEP="${KEEP:-}" \
+		bash "$copy/test/load/run.sh" "$@" || status=$?
+	rm -rf "$copy"
+	exit "$status"
 fi
 
 load_seconds=${LOAD_SECONDS:-15}
