@@ -32,6 +32,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	cp "$repo/examples/worker.py" "$copy/examples/"
 	chown -R "$run_as" "$copy"
 	status=0
+	cd "$copy"
 	runuser -u "$run_as" -- env PATH="$PATH" PG_CONFIG="${PG_CONFIG:-pg_config}" \
 		LOAD_SECONDS="${LOAD_SECONDS:-}" RECEIVERS="${RECEIVERS:-}" WORKERS="${WORKERS:-}" \
 		BATCH="${BATCH:-}" ID_SPACE="${ID_SPACE:-}" MAX_ATTEMPTS="${MAX_ATTEMPTS:-}" \
