@@ -180,6 +180,25 @@ SELECT status FROM webhook_idem.apply_event('jobs', '{"id": "job_retrying", "typ
 SELECT status FROM webhook_idem.apply_event('jobs', '{"id": "job_waiting"}');
 SELECT event_id, status, attempts FROM webhook_idem.claim_next('jobs', '1 hour');
 SELECT webhook_idem.process_pending('jobs', 2) AS processed;
+-- The rest of 0.1.0's surface, still served: verification, leases,
+-- retries, replay, purge, the views, a source dropped.
+SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_upgrade'], convert_to(:'a', 'UTF8'),
+                                     pg_temp.signed(:'a')) AS verdict,
+       webhook_idem.timing_safe_equal('\x01', '\x01') AS equal,
+       encode(webhook_idem.hmac('data', 'key', 'sha1'), 'hex') AS hmac_sha1;
+SELECT webhook_idem.extend(id, attempts, '1 hour') AS extended,
+       webhook_idem.extend(id, attempts + 1, '1 hour') AS fenced
+  FROM webhook_idem.events WHERE event_id = 'job_claimed';
+SELECT source FROM webhook_idem.register_source('once', 'none', mode => 'async', max_attempts => 1);
+SELECT status FROM webhook_idem.apply_event('once', '{"id": "job_replayed"}');
+SELECT event_id, webhook_idem.fail(id, attempts, 'gave up') AS failed
+  FROM webhook_idem.claim_next('once', '1 hour');
+SELECT webhook_idem.replay('once', 'job_replayed') AS replayed;
+SELECT webhook_idem.purge(older_than => '100 years') AS purged;
+SELECT source, queued, processing, applied, failed, dead FROM webhook_idem.stats ORDER BY source;
+SELECT event_id FROM webhook_idem.dead_letters;
+SELECT source FROM webhook_idem.register_source('gone', 'none');
+SELECT webhook_idem.drop_source('gone') AS dropped;
 SELECT event_id, status, attempts, next_attempt_at IS NOT NULL AS due_later
   FROM webhook_idem.events ORDER BY source, event_id;
 CREATE TABLE public.events_before AS
