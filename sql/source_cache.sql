@@ -139,12 +139,23 @@ CLUSTER webhook_idem.source_secrets USING source_secrets_pkey;
 SELECT pg_temp.deliver('sc_live', 'fourth', 'm7') AS after_cluster;
 SELECT pg_temp.rotate('fifth');
 SELECT pg_temp.deliver('sc_live', 'fourth', 'm8') AS old, pg_temp.deliver('sc_live', 'fifth', 'm9') AS new;
--- Disabling the trigger is its owner's act; re-enabling it makes every
--- session reload.
+-- With a trigger disabled by its owner, or demoted to ENABLE (ORIGIN) as
+-- pg_restore --disable-triggers leaves it, sources are read at every call:
+-- rotations are still followed at once, replica or not.
 ALTER TABLE webhook_idem.source_secrets DISABLE TRIGGER invalidate_cache;
+SELECT pg_temp.deliver('sc_live', 'fifth', 'm10') AS disabled;
 SELECT pg_temp.rotate('sixth');
+SELECT pg_temp.deliver('sc_live', 'fifth', 'm11') AS old, pg_temp.deliver('sc_live', 'sixth', 'm12') AS new;
+ALTER TABLE webhook_idem.source_secrets ENABLE TRIGGER invalidate_cache;
+SELECT pg_temp.deliver('sc_live', 'sixth', 'm13') AS origin;
+SET session_replication_role = replica;
+SELECT pg_temp.rotate('seventh');
+RESET session_replication_role;
+SELECT pg_temp.deliver('sc_live', 'sixth', 'm14') AS old, pg_temp.deliver('sc_live', 'seventh', 'm15') AS new;
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache;
-SELECT pg_temp.deliver('sc_live', 'fifth', 'm10') AS old, pg_temp.deliver('sc_live', 'sixth', 'm11') AS new;
+SELECT pg_temp.deliver('sc_live', 'seventh', 'm16') AS always;
+SELECT pg_temp.rotate('eighth');
+SELECT pg_temp.deliver('sc_live', 'seventh', 'm17') AS old, pg_temp.deliver('sc_live', 'eighth', 'm18') AS new;
 SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'sc_live';
 
 -- Clean up before the extension is dropped below.

@@ -11,6 +11,10 @@
 #include "pg/verify.h"
 
 extern "C" {
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "utils/rel.h"
+
 PG_FUNCTION_INFO_V1(webhook_idem_sources_changed);
 }
 
@@ -19,6 +23,8 @@ static WiSource **cache_items = NULL;
 static int	cache_n = 0;
 static int	cache_cap = 0;
 static bool cache_stale = false;
+static int	triggers_fire = -1;	/* TriggersFireAlways(), or -1: unknown */
+static uint64 invalidations = 0;	/* how many SourcesInvalidated has seen */
 static bool callbacks_registered = false;
 static Oid	sources_relid = InvalidOid;
 static Oid	secrets_relid = InvalidOid;
@@ -47,6 +53,8 @@ SourcesInvalidated(Datum, Oid relid)
 		relid == events_relid)
 	{
 		cache_stale = true;
+		triggers_fire = -1;
+		invalidations++;
 		ForgetCatalogOids();
 	}
 }
@@ -130,6 +138,60 @@ ExtensionOwner(void)
 		ReleaseSysCache(tup);
 	}
 	return extension_owner;
+}
+
+/* True if rel has its invalidate_cache trigger, for every statement that
+ * writes, firing ALWAYS (whatever session_replication_role says). */
+static bool
+TableTriggerFiresAlways(Oid relid)
+{
+	Relation	rel;
+	bool		found = false;
+
+	if (!OidIsValid(relid))
+		return false;
+	LockRelationOid(relid, AccessShareLock);
+	rel = RelationIdGetRelation(relid);
+	if (!RelationIsValid(rel))
+		return false;
+	if (rel->trigdesc != NULL)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			const Trigger *t = &rel->trigdesc->triggers[i];
+			int16		type = t->tgtype;
+
+			if (strcmp(t->tgname, "invalidate_cache") == 0 &&
+				t->tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(type) &&
+				TRIGGER_FOR_INSERT(type) && TRIGGER_FOR_UPDATE(type) &&
+				TRIGGER_FOR_DELETE(type) && TRIGGER_FOR_TRUNCATE(type))
+				found = true;
+		}
+	RelationClose(rel);
+	return found;
+}
+
+/*
+ * True if every write to sources and source_secrets invalidates the
+ * caches: only then is an entry kept past the call that loaded it. A
+ * database still on 0.1.0's SQL (ENABLE ORIGIN triggers), or one whose
+ * triggers an owner disabled or demoted (pg_restore --disable-triggers
+ * re-enables them as ORIGIN), is read at every call instead: slower, never
+ * stale. Changing a trigger's state invalidates the tables' relcache
+ * entries, and so this verdict.
+ */
+static bool
+TriggersFireAlways(void)
+{
+	uint64		seen = invalidations;
+	bool		fire;
+
+	if (triggers_fire >= 0)
+		return triggers_fire > 0;
+	fire = TableTriggerFiresAlways(SourcesRelid()) && TableTriggerFiresAlways(SecretsRelid());
+	/* Kept only if no invalidation came in while the locks were taken. */
+	if (invalidations == seen)
+		triggers_fire = fire ? 1 : 0;
+	return fire;
 }
 
 /* Sets up the cache's memory, or empties a stale cache. */
@@ -356,14 +418,15 @@ LoadSource(const char *name)
 WiSource *
 FindSource(const char *name, const char **misconfigured)
 {
+	MemoryContext caller_cxt = CurrentMemoryContext;
 	WiSource   *src;
+	bool		cacheable;
 
 	*misconfigured = NULL;
 	FollowCatalog();
 	PrepareCache();
-	/* So that invalidations of both tables are recognised. */
-	(void) SourcesRelid();
-	(void) SecretsRelid();
+	/* (Also so that invalidations of both tables are recognised.) */
+	cacheable = TriggersFireAlways();
 	for (int i = 0; i < cache_n; i++)
 		if (strcmp(cache_items[i]->name, name) == 0)
 		{
@@ -385,10 +448,11 @@ FindSource(const char *name, const char **misconfigured)
 	if (src == NULL)
 		return NULL;			/* unknown names are not cached: they are unbounded */
 	/* Invalidations read while loading (taking the tables' locks) may have
-	 * made the cache stale: then this entry serves this call only, in the
-	 * transaction's memory. */
-	if (cache_stale)
-		MemoryContextSetParent(GetMemoryChunkContext(src), TopTransactionContext);
+	 * made the cache stale, or the tables' triggers may not tell us of
+	 * changes: then this entry serves this call only, in the caller's
+	 * memory. */
+	if (cache_stale || !cacheable)
+		MemoryContextSetParent(GetMemoryChunkContext(src), caller_cxt);
 	else
 	{
 		MemoryContextSetParent(GetMemoryChunkContext(src), cache_cxt);

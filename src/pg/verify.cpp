@@ -257,6 +257,14 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* True if a search_path element names a temporary schema. */
+static bool
+IsTempSchemaName(const char *name)
+{
+	return strcmp(name, "pg_temp") == 0 || strncmp(name, "pg_temp_", 8) == 0 ||
+		strncmp(name, "pg_toast_temp_", 14) == 0;
+}
+
 void
 CheckHandlerSearchPath(const char *path)
 {
@@ -273,8 +281,7 @@ CheckHandlerSearchPath(const char *path)
 	{
 		const char *name = (const char *) lfirst(lc);
 
-		if (strcmp(name, "pg_temp") == 0 || strncmp(name, "pg_temp_", 8) == 0 ||
-			strncmp(name, "pg_toast_temp_", 14) == 0)
+		if (IsTempSchemaName(name))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("handler_search_path must not name a temporary schema (\"%s\")", name),
