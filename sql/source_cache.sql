@@ -24,7 +24,8 @@ $$;
 --    transaction goes on.
 CREATE ROLE sc_admin NOLOGIN IN ROLE webhook_idem_admin;
 SELECT pg_temp.github('sc_' || n, 's3cret') FROM unnest(ARRAY['nosecrets', 'scheme', 'option',
-  'algorithm', 'idrule', 'idpath', 'nullsecret', 'emptysecret', 'nosecret', 'path']) AS n;
+  'algorithm', 'idrule', 'idpath', 'nullsecret', 'emptysecret', 'nosecret', 'path',
+  'handlername', 'handlertype']) AS n;
 SELECT webhook_idem.register_source(source => 'sc_option', scheme => 'hmac', secrets => ARRAY['s3cret']) IS NULL AS no;
 SELECT webhook_idem.register_source(source => 'sc_algorithm', scheme => 'hmac', secrets => ARRAY['s3cret']) IS NULL AS no;
 SET ROLE sc_admin;
@@ -38,11 +39,13 @@ UPDATE webhook_idem.source_secrets SET secrets = ARRAY['s3cret', NULL] WHERE sou
 UPDATE webhook_idem.source_secrets SET secrets = ARRAY[''] WHERE source = 'sc_emptysecret';
 UPDATE webhook_idem.source_secrets SET secrets = '{}' WHERE source = 'sc_nosecret';
 UPDATE webhook_idem.sources SET handler_search_path = 'public, pg_temp' WHERE source = 'sc_path';
+UPDATE webhook_idem.sources SET handler = 'public.f(' WHERE source = 'sc_handlername';
+UPDATE webhook_idem.sources SET handler = 'public.f(no_such_type)' WHERE source = 'sc_handlertype';
 RESET ROLE;
 BEGIN;
 SELECT n AS source, pg_temp.deliver('sc_' || n, 's3cret', 'e1') AS outcome
   FROM unnest(ARRAY['nosecrets', 'scheme', 'option', 'algorithm', 'idrule', 'idpath',
-                    'nullsecret', 'emptysecret', 'nosecret', 'path']) AS n;
+                    'nullsecret', 'emptysecret', 'nosecret', 'path', 'handlername', 'handlertype']) AS n;
 -- Again, from the cache: the same answers.
 SELECT count(DISTINCT pg_temp.deliver('sc_' || n, 's3cret', 'e2')) AS answers
   FROM unnest(ARRAY['nosecrets', 'nosecrets', 'scheme', 'scheme']) AS n;

@@ -260,13 +260,13 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryConte
 /* The columns LoadSource reads, in order. */
 enum
 {
-	COL_SCHEME = 1, COL_HANDLER, COL_HANDLER_OID, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
+	COL_SCHEME = 1, COL_HANDLER, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
 	COL_MAX_ATTEMPTS, COL_BACKOFF, COL_EVENT_ID_FROM, COL_OPTIONS, COL_OWNER,
 	COL_SEARCH_PATH, COL_HAS_SECRETS_ROW, COL_SECRETS
 };
 
 /* Fills src from a source row, allocating in cxt (the current context);
- * raises (22xxx, 42601) what makes the row unusable. */
+ * raises (22xxx, 42xxx) what makes the row unusable. */
 static void
 FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 {
@@ -276,8 +276,20 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	src->scheme = SchemeByName(TextDatumGetCString(SPI_getbinval(tup, desc, COL_SCHEME, &isnull)));
 	d = SPI_getbinval(tup, desc, COL_HANDLER, &isnull);
 	src->handler_name = isnull ? NULL : TextDatumGetCString(d);
-	d = SPI_getbinval(tup, desc, COL_HANDLER_OID, &isnull);
-	src->handler = isnull ? InvalidOid : DatumGetObjectId(d);
+	src->handler = InvalidOid;
+	if (!isnull)
+	{
+		/* to_regprocedure: NULL if there is no such function, but a name
+		 * that does not parse, or names no type, raises (22P02, 42xxx). */
+		LOCAL_FCINFO(fc, 1);
+
+		InitFunctionCallInfoData(*fc, NULL, 1, InvalidOid, NULL, NULL);
+		fc->args[0].value = d;
+		fc->args[0].isnull = false;
+		d = to_regprocedure(fc);
+		if (!fc->isnull)
+			src->handler = DatumGetObjectId(d);
+	}
 	src->async = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_MODE, &isnull)), "async") == 0;
 	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SPI_getbinval(tup, desc, COL_TOLERANCE, &isnull)));
 	src->conflict = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_ON_CONCURRENT, &isnull)),
@@ -343,7 +355,7 @@ LoadSource(const char *name)
 	{
 		Oid			argtypes[1] = {TEXTOID};
 		SPIPlanPtr	plan = SPI_prepare(
-									   "SELECT s.scheme, s.handler, pg_catalog.to_regprocedure(s.handler)::pg_catalog.oid,"
+									   "SELECT s.scheme, s.handler,"
 									   " s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
 									   " s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
 									   " s.handler_search_path, ss.source IS NOT NULL, ss.secrets"
@@ -398,7 +410,7 @@ LoadSource(const char *name)
 		 * of memory or an internal error is raised as it is. */
 		sqlstate = edata->sqlerrcode;
 		if (ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_DATA_EXCEPTION &&
-			sqlstate != ERRCODE_SYNTAX_ERROR)
+			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION)
 		{
 			MemoryContextDelete(cxt);
 			ReThrowError(edata);
