@@ -84,6 +84,31 @@ BEGIN
   END LOOP;
 END $$;
 SELECT sum(total_bytes) - :before_bytes < 1024 * 1024 AS memory_bounded FROM pg_backend_memory_contexts;
+-- Nor when a disabled trigger makes every call read its source afresh.
+ALTER TABLE webhook_idem.sources DISABLE TRIGGER invalidate_cache;
+SELECT sum(total_bytes) AS before_bytes FROM pg_backend_memory_contexts \gset
+DO $$
+BEGIN
+  FOR i IN 1..5000 LOOP
+    PERFORM webhook_idem.apply_event('sc_nosecrets', '{"id": "m"}');
+    PERFORM webhook_idem.apply_event('sc_option', '{"id": "m"}');
+  END LOOP;
+END $$;
+SELECT sum(total_bytes) - :before_bytes < 1024 * 1024 AS memory_bounded FROM pg_backend_memory_contexts;
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache;
+
+-- Workers leave the events of a misconfigured async source queued, with no
+-- attempt counted, until it is mended.
+SELECT (webhook_idem.register_source(source => 'sc_async', scheme => 'none', mode => 'async',
+          event_id_from => '$.id')).source;
+SELECT status, http_status FROM webhook_idem.apply_event('sc_async', '{"id": "q1"}');
+UPDATE webhook_idem.sources SET options = '{"header": 7}' WHERE source = 'sc_async';
+SELECT status, http_status, detail FROM webhook_idem.apply_event('sc_async', '{"id": "q2"}');
+SELECT webhook_idem.process_pending('sc_async') AS processed;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'sc_async';
+UPDATE webhook_idem.sources SET options = '{}' WHERE source = 'sc_async';
+SELECT webhook_idem.process_pending('sc_async') AS processed;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'sc_async';
 
 -- 3. handler_search_path: a temporary schema is refused at registration in
 --    any spelling (the extension puts pg_temp last itself), and so is a
