@@ -289,6 +289,7 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	char	   *source;
 	WiSource   *src;
+	const char *misconfigured;
 	Outcome		o;
 	Datum		values[6];
 	bool		nulls[6];
@@ -319,8 +320,10 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	SetUserIdAndSecContext(ExtensionOwner(), caller_sec | SECURITY_LOCAL_USERID_CHANGE);
 
 	SPI_connect();
-	src = LookupSource(source);
-	if (src == NULL)
+	src = FindSource(source, &misconfigured);
+	if (misconfigured != NULL)
+		o = MakeOutcome("failed", 500, NULL, misconfigured);
+	else if (src == NULL)
 		o = MakeOutcome("unknown_source", 404, NULL,
 						psprintf("no source named \"%s\" is registered", source));
 	else

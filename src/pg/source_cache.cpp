@@ -1,12 +1,20 @@
 /*
  * source_cache.cpp - registered sources, read once per backend and kept
- * until webhook_idem.sources or source_secrets change (a statement trigger
- * on both sends a relcache invalidation for sources), or until a function
- * changes (handlers are re-resolved).
+ * until webhook_idem.sources or source_secrets change (an ENABLE ALWAYS
+ * statement trigger on both sends a relcache invalidation for sources), or
+ * until a function changes (handlers are re-resolved). Pending invalidations
+ * are read at every lookup and sources are read with a fresh snapshot, so
+ * a change committed by any session is followed from the next statement,
+ * whatever the caller's isolation level. A source that cannot be loaded is
+ * cached as misconfigured, with the reason.
  */
 #include "pg/verify.h"
 
 extern "C" {
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "utils/rel.h"
+
 PG_FUNCTION_INFO_V1(webhook_idem_sources_changed);
 }
 
@@ -15,26 +23,39 @@ static WiSource **cache_items = NULL;
 static int	cache_n = 0;
 static int	cache_cap = 0;
 static bool cache_stale = false;
+static int	triggers_fire = -1;	/* TriggersFireAlways(), or -1: unknown */
+static uint64 invalidations = 0;	/* how many SourcesInvalidated has seen */
 static bool callbacks_registered = false;
 static Oid	sources_relid = InvalidOid;
+static Oid	secrets_relid = InvalidOid;
 static Oid	events_relid = InvalidOid;
 static Oid	events_seq_relid = InvalidOid;
 static Oid	extension_owner = InvalidOid;
 static SPIPlanPtr load_plan = NULL;
 
-/* Relcache invalidation: a change to sources (or a full reset). */
+/* Forgets every OID looked up by name: the extension may have been dropped
+ * and created again. */
+static void
+ForgetCatalogOids(void)
+{
+	sources_relid = secrets_relid = InvalidOid;
+	events_relid = events_seq_relid = InvalidOid;
+	extension_owner = InvalidOid;
+}
+
+/* Relcache invalidation: a change to sources, source_secrets or events
+ * (rows, through the trigger; DDL, maintenance, the trigger re-enabled; a
+ * DROP EXTENSION), or a full reset. */
 static void
 SourcesInvalidated(Datum, Oid relid)
 {
-	if (relid == InvalidOid || relid == sources_relid || relid == events_relid)
+	if (relid == InvalidOid || relid == sources_relid || relid == secrets_relid ||
+		relid == events_relid)
 	{
 		cache_stale = true;
-		if (relid != InvalidOid)
-		{
-			/* The extension may have been dropped and created again. */
-			sources_relid = events_relid = events_seq_relid = InvalidOid;
-			extension_owner = InvalidOid;
-		}
+		triggers_fire = -1;
+		invalidations++;
+		ForgetCatalogOids();
 	}
 }
 
@@ -47,18 +68,44 @@ FunctionsInvalidated(Datum, int, uint32)
 		cache_stale = true;
 }
 
+/* Registers the invalidation callbacks once, then reads the invalidations
+ * other sessions have committed since the last call (cheap when there are
+ * none): without this, a transaction that already holds its locks on the
+ * extension's tables would read none until it ends. */
+static void
+FollowCatalog(void)
+{
+	if (!callbacks_registered)
+	{
+		CacheRegisterRelcacheCallback(SourcesInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
+		callbacks_registered = true;
+	}
+	AcceptInvalidationMessages();
+}
+
 static Oid
 ExtensionNamespace(void)
 {
 	return get_namespace_oid("webhook_idem", false);
 }
 
+/* webhook_idem.sources, looked up by name after every invalidation. */
 static Oid
 SourcesRelid(void)
 {
 	if (!OidIsValid(sources_relid))
 		sources_relid = get_relname_relid("sources", ExtensionNamespace());
 	return sources_relid;
+}
+
+/* webhook_idem.source_secrets, looked up by name after every invalidation. */
+static Oid
+SecretsRelid(void)
+{
+	if (!OidIsValid(secrets_relid))
+		secrets_relid = get_relname_relid("source_secrets", ExtensionNamespace());
+	return secrets_relid;
 }
 
 Oid
@@ -80,6 +127,7 @@ EventsSeqRelid(void)
 Oid
 ExtensionOwner(void)
 {
+	FollowCatalog();
 	if (!OidIsValid(extension_owner))
 	{
 		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(EventsRelid()));
@@ -92,17 +140,64 @@ ExtensionOwner(void)
 	return extension_owner;
 }
 
-/* Sets up the cache's memory and invalidation callbacks, or empties a
- * stale cache. */
+/* True if rel has its invalidate_cache trigger, for every statement that
+ * writes, firing ALWAYS (whatever session_replication_role says). */
+static bool
+TableTriggerFiresAlways(Oid relid)
+{
+	Relation	rel;
+	bool		found = false;
+
+	if (!OidIsValid(relid))
+		return false;
+	LockRelationOid(relid, AccessShareLock);
+	rel = RelationIdGetRelation(relid);
+	if (!RelationIsValid(rel))
+		return false;
+	if (rel->trigdesc != NULL)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			const Trigger *t = &rel->trigdesc->triggers[i];
+			int16		type = t->tgtype;
+
+			if (strcmp(t->tgname, "invalidate_cache") == 0 &&
+				t->tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(type) &&
+				TRIGGER_FOR_INSERT(type) && TRIGGER_FOR_UPDATE(type) &&
+				TRIGGER_FOR_DELETE(type) && TRIGGER_FOR_TRUNCATE(type))
+				found = true;
+		}
+	RelationClose(rel);
+	return found;
+}
+
+/*
+ * True if every write to sources and source_secrets invalidates the
+ * caches: only then is an entry kept past the call that loaded it. A
+ * database still on 0.1.0's SQL (ENABLE ORIGIN triggers), or one whose
+ * triggers an owner disabled or demoted (pg_restore --disable-triggers
+ * re-enables them as ORIGIN), is read at every call instead: slower, never
+ * stale. Changing a trigger's state invalidates the tables' relcache
+ * entries, and so this verdict.
+ */
+static bool
+TriggersFireAlways(void)
+{
+	uint64		seen = invalidations;
+	bool		fire;
+
+	if (triggers_fire >= 0)
+		return triggers_fire > 0;
+	fire = TableTriggerFiresAlways(SourcesRelid()) && TableTriggerFiresAlways(SecretsRelid());
+	/* Kept only if no invalidation came in while the locks were taken. */
+	if (invalidations == seen)
+		triggers_fire = fire ? 1 : 0;
+	return fire;
+}
+
+/* Sets up the cache's memory, or empties a stale cache. */
 static void
 PrepareCache(void)
 {
-	if (!callbacks_registered)
-	{
-		CacheRegisterRelcacheCallback(SourcesInvalidated, (Datum) 0);
-		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
-		callbacks_registered = true;
-	}
 	if (cache_cxt == NULL)
 	{
 		cache_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem sources",
@@ -162,26 +257,108 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryConte
 				 errhint("Use 'header:<Name>', a JSON path such as '$.data.id', or 'sha256'.")));
 }
 
-/* Reads one source through SPI into the cache context; NULL if absent. */
+/* The columns LoadSource reads, in order. */
+enum
+{
+	COL_SCHEME = 1, COL_HANDLER, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
+	COL_MAX_ATTEMPTS, COL_BACKOFF, COL_EVENT_ID_FROM, COL_OPTIONS, COL_OWNER,
+	COL_SEARCH_PATH, COL_HAS_SECRETS_ROW, COL_SECRETS
+};
+
+/* Fills src from a source row, allocating in cxt (the current context);
+ * raises (22xxx, 42xxx) what makes the row unusable. */
+static void
+FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		d;
+
+	src->scheme = SchemeByName(TextDatumGetCString(SPI_getbinval(tup, desc, COL_SCHEME, &isnull)));
+	d = SPI_getbinval(tup, desc, COL_HANDLER, &isnull);
+	src->handler_name = isnull ? NULL : TextDatumGetCString(d);
+	src->handler = InvalidOid;
+	if (!isnull)
+	{
+		/* to_regprocedure: NULL if there is no such function, but a name
+		 * that does not parse, or names no type, raises (22P02, 42xxx). */
+		LOCAL_FCINFO(fc, 1);
+
+		InitFunctionCallInfoData(*fc, NULL, 1, InvalidOid, NULL, NULL);
+		fc->args[0].value = d;
+		fc->args[0].isnull = false;
+		d = to_regprocedure(fc);
+		if (!fc->isnull)
+			src->handler = DatumGetObjectId(d);
+	}
+	src->async = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_MODE, &isnull)), "async") == 0;
+	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SPI_getbinval(tup, desc, COL_TOLERANCE, &isnull)));
+	src->conflict = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_ON_CONCURRENT, &isnull)),
+						   "conflict") == 0;
+	src->max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, COL_MAX_ATTEMPTS, &isnull));
+	src->backoff = *DatumGetIntervalP(SPI_getbinval(tup, desc, COL_BACKOFF, &isnull));
+	d = SPI_getbinval(tup, desc, COL_EVENT_ID_FROM, &isnull);
+	if (!isnull)
+		ParseEventIdRule(TextDatumGetCString(d), &src->id_primary, false, cxt);
+	else
+	{
+		/* A scheme's default path is strict: a body that is an array has
+		 * no $.id, as the provider's SDK would see it. */
+		ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, true, cxt);
+		if (src->scheme->event_id.fallback != NULL)
+			ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, true, cxt);
+	}
+	d = SPI_getbinval(tup, desc, COL_OPTIONS, &isnull);
+	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac, cxt);
+	src->owner = DatumGetObjectId(SPI_getbinval(tup, desc, COL_OWNER, &isnull));
+	{
+		/* The handler's search_path: the registered one (which must not
+		 * name a temporary schema), pg_temp last so that no session's
+		 * temporary objects shadow what it uses. */
+		char	   *registered = TextDatumGetCString(SPI_getbinval(tup, desc, COL_SEARCH_PATH, &isnull));
+
+		CheckHandlerSearchPath(registered);
+		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
+			: pstrdup("pg_temp");
+	}
+	if (!DatumGetBool(SPI_getbinval(tup, desc, COL_HAS_SECRETS_ROW, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("it has no row in webhook_idem.source_secrets")));
+	d = SPI_getbinval(tup, desc, COL_SECRETS, &isnull);
+	src->n_secrets = CollectSecrets(src->scheme, isnull ? NULL : DatumGetArrayTypeP(d),
+									&src->secrets, cxt);
+}
+
+/*
+ * Reads one source into a memory context of its own; NULL if absent. The
+ * row is read with the latest snapshot, not the caller's: a REPEATABLE READ
+ * transaction that began before a rotation must not load the revoked
+ * secret into the cache for later statements. (A change not yet committed
+ * by another session is not seen; its commit invalidates the cache.) A row
+ * that cannot be used gives an entry with misconfigured set and nothing
+ * else; the parse runs in a subtransaction so that its error is caught
+ * cleanly, and anything it allocated is freed.
+ */
 static WiSource *
 LoadSource(const char *name)
 {
 	Datum		arg = CStringGetTextDatum(name);
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	MemoryContext cxt;
 	HeapTuple	tup;
 	TupleDesc	desc;
 	WiSource   *src;
-	MemoryContext old;
-	bool		isnull;
 	int			rc;
 
 	if (load_plan == NULL)
 	{
 		Oid			argtypes[1] = {TEXTOID};
 		SPIPlanPtr	plan = SPI_prepare(
-									   "SELECT s.scheme, s.handler, pg_catalog.to_regprocedure(s.handler)::pg_catalog.oid,"
+									   "SELECT s.scheme, s.handler,"
 									   " s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
 									   " s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
-									   " s.handler_search_path, ss.secrets"
+									   " s.handler_search_path, ss.source IS NOT NULL, ss.secrets"
 									   " FROM webhook_idem.sources s"
 									   " LEFT JOIN webhook_idem.source_secrets ss"
 									   "   ON ss.source OPERATOR(pg_catalog.=) s.source"
@@ -193,78 +370,82 @@ LoadSource(const char *name)
 		SPI_keepplan(plan);
 		load_plan = plan;
 	}
-	rc = SPI_execute_plan(load_plan, &arg, NULL, true, 1);
+	rc = SPI_execute_snapshot(load_plan, &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "loading source failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return NULL;
-
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	old = MemoryContextSwitchTo(cache_cxt);
-	src = new (palloc0(sizeof(WiSource))) WiSource();
-	src->name = pstrdup(name);
-	src->scheme = SchemeByName(TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull)));
-	{
-		Datum		h = SPI_getbinval(tup, desc, 2, &isnull);
 
-		src->handler_name = isnull ? NULL : TextDatumGetCString(h);
-		h = SPI_getbinval(tup, desc, 3, &isnull);
-		src->handler = isnull ? InvalidOid : DatumGetObjectId(h);
+	/* The entry's own context; it joins the cache only once it is built. */
+	cxt = AllocSetContextCreate(CurTransactionContext, "webhook_idem source",
+								ALLOCSET_SMALL_SIZES);
+	src = new (MemoryContextAllocZero(cxt, sizeof(WiSource))) WiSource();
+	src->name = MemoryContextStrdup(cxt, name);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		FillSource(src, tup, desc, cxt);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_cxt);
+		CurrentResourceOwner = caller_owner;
 	}
-	src->async = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull)), "async") == 0;
-	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
-	src->conflict = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull)), "conflict") == 0;
-	src->max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	src->backoff = *DatumGetIntervalP(SPI_getbinval(tup, desc, 8, &isnull));
+	PG_CATCH();
 	{
-		Datum		rule = SPI_getbinval(tup, desc, 9, &isnull);
+		ErrorData  *edata;
+		int			sqlstate;
 
-		if (!isnull)
-			ParseEventIdRule(TextDatumGetCString(rule), &src->id_primary, false, cache_cxt);
-		else
+		MemoryContextSwitchTo(caller_cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_cxt);
+		CurrentResourceOwner = caller_owner;
+
+		/* Only what the row says is a misconfiguration; a cancel, a lack
+		 * of memory or an internal error is raised as it is. */
+		sqlstate = edata->sqlerrcode;
+		if (ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_DATA_EXCEPTION &&
+			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION)
 		{
-			/* A scheme's default path is strict: a body that is an array
-			 * has no $.id, as the provider's SDK would see it. */
-			ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, true, cache_cxt);
-			if (src->scheme->event_id.fallback != NULL)
-				ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, true, cache_cxt);
+			MemoryContextDelete(cxt);
+			ReThrowError(edata);
 		}
+		MemoryContextReset(cxt);
+		src = new (MemoryContextAllocZero(cxt, sizeof(WiSource))) WiSource();
+		src->name = MemoryContextStrdup(cxt, name);
+		src->misconfigured = MemoryContextStrdup(cxt,
+												 psprintf("source \"%s\" is misconfigured: %s",
+														  name, edata->message));
+		FreeErrorData(edata);
 	}
-	{
-		Datum		opts = SPI_getbinval(tup, desc, 10, &isnull);
-
-		ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(opts), &src->hmac, cache_cxt);
-	}
-	src->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 11, &isnull));
-	{
-		/* The handler's search_path: the registered one, pg_temp last so
-		 * that no session's temporary objects shadow what it uses. */
-		char	   *registered = TextDatumGetCString(SPI_getbinval(tup, desc, 12, &isnull));
-
-		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
-			: pstrdup("pg_temp");
-	}
-	{
-		Datum		secrets = SPI_getbinval(tup, desc, 13, &isnull);
-
-		src->n_secrets = CollectSecrets(src->scheme, isnull ? NULL : DatumGetArrayTypeP(secrets),
-										&src->secrets, cache_cxt);
-	}
-	MemoryContextSwitchTo(old);
+	PG_END_TRY();
 	return src;
 }
 
 WiSource *
-LookupSource(const char *name)
+FindSource(const char *name, const char **misconfigured)
 {
+	MemoryContext caller_cxt = CurrentMemoryContext;
 	WiSource   *src;
+	bool		cacheable;
 
+	*misconfigured = NULL;
+	FollowCatalog();
 	PrepareCache();
-	(void) SourcesRelid();		/* so that its invalidations are recognised */
+	/* (Also so that invalidations of both tables are recognised.) */
+	cacheable = TriggersFireAlways();
 	for (int i = 0; i < cache_n; i++)
 		if (strcmp(cache_items[i]->name, name) == 0)
-			return cache_items[i];
+		{
+			src = cache_items[i];
+			*misconfigured = src->misconfigured;
+			return src->misconfigured ? NULL : src;
+		}
 
 	/* The stored handler name is resolved (to_regprocedure) under a path of
 	 * pg_catalog alone, whatever the caller's search_path says. */
@@ -278,17 +459,36 @@ LookupSource(const char *name)
 	}
 	if (src == NULL)
 		return NULL;			/* unknown names are not cached: they are unbounded */
-	if (cache_n == cache_cap)
+	/* Invalidations read while loading (taking the tables' locks) may have
+	 * made the cache stale, or the tables' triggers may not tell us of
+	 * changes: then this entry serves this call only, in the caller's
+	 * memory. */
+	if (cache_stale || !cacheable)
+		MemoryContextSetParent(GetMemoryChunkContext(src), caller_cxt);
+	else
 	{
-		int			cap = cache_cap ? cache_cap * 2 : 8;
+		MemoryContextSetParent(GetMemoryChunkContext(src), cache_cxt);
+		if (cache_n == cache_cap)
+		{
+			int			cap = cache_cap ? cache_cap * 2 : 8;
 
-		cache_items = cache_items
-			? (WiSource **) repalloc(cache_items, sizeof(WiSource *) * cap)
-			: (WiSource **) MemoryContextAlloc(cache_cxt, sizeof(WiSource *) * cap);
-		cache_cap = cap;
+			cache_items = cache_items
+				? (WiSource **) repalloc(cache_items, sizeof(WiSource *) * cap)
+				: (WiSource **) MemoryContextAlloc(cache_cxt, sizeof(WiSource *) * cap);
+			cache_cap = cap;
+		}
+		cache_items[cache_n++] = src;
 	}
-	cache_items[cache_n++] = src;
-	return src;
+	*misconfigured = src->misconfigured;
+	return src->misconfigured ? NULL : src;
+}
+
+WiSource *
+LookupSource(const char *name)
+{
+	const char *misconfigured;
+
+	return FindSource(name, &misconfigured);
 }
 
 /* Statement trigger on sources and source_secrets: tells every backend,

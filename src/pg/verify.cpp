@@ -7,8 +7,11 @@
 #include "pg/verify.h"
 
 extern "C" {
+#include "utils/varlena.h"
+
 PG_FUNCTION_INFO_V1(webhook_idem_verify_signature);
 PG_FUNCTION_INFO_V1(webhook_idem_check_source_config);
+PG_FUNCTION_INFO_V1(webhook_idem_check_search_path);
 }
 
 /* A text datum as a view (valid while the datum is). */
@@ -251,5 +254,55 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 					   CurrentMemoryContext);
 	if (!PG_ARGISNULL(3))
 		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, false, CurrentMemoryContext);
+	PG_RETURN_VOID();
+}
+
+/* True if a search_path element names a temporary schema. */
+static bool
+IsTempSchemaName(const char *name)
+{
+	return strcmp(name, "pg_temp") == 0 || strncmp(name, "pg_temp_", 8) == 0 ||
+		strncmp(name, "pg_toast_temp_", 14) == 0;
+}
+
+void
+CheckHandlerSearchPath(const char *path)
+{
+	char	   *raw = pstrdup(path);
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(raw, ',', &names))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("handler_search_path \"%s\" is not a valid search_path", path),
+				 errdetail("List syntax is invalid.")));
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+
+		if (IsTempSchemaName(name))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("handler_search_path must not name a temporary schema (\"%s\")", name),
+					 errhint("Leave pg_temp out: the handler runs with pg_temp last, after the schemas given.")));
+	}
+	list_free(names);
+	pfree(raw);
+}
+
+/*
+ * webhook_idem._check_search_path(path text): raises 22023 unless path may
+ * be a handler's search_path (register_source calls it; a source loaded
+ * from the table is checked by the same rule).
+ */
+extern "C" Datum
+webhook_idem_check_search_path(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("handler_search_path must not be NULL")));
+	CheckHandlerSearchPath(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	PG_RETURN_VOID();
 }

@@ -27,3 +27,10 @@ wi::Verdict VerifyDelivery(const wi::Scheme *scheme, const std::string_view *sec
 
 /* An interval in microseconds, months and days at their nominal length. */
 int64		IntervalToMicros(const Interval *iv);
+
+/* Raises 22023 unless path is a search_path a handler may be given: it
+ * parses as PostgreSQL parses search_path, and names no temporary schema
+ * (pg_temp, pg_temp_N, pg_toast_temp_N, in any spelling), since the
+ * extension appends pg_temp last itself. ("$user" cannot: role names
+ * starting with pg_ are reserved.) */
+void		CheckHandlerSearchPath(const char *path);

@@ -83,9 +83,17 @@ typedef struct WiSource
 	FmgrInfo	handler_fn;
 	bool		handler_returns_jsonb;	/* else void */
 	bool		handler_fn_ready;
+	char	   *misconfigured;	/* set: the row cannot be used, and why
+								 * (then nothing else is set) */
 } WiSource;
 
-/* The cached source called name, or NULL if there is none. Needs SPI. */
+/* The cached source called name, as the catalog says at this statement
+ * (whatever the isolation level); NULL if there is none, or if it cannot be
+ * used: then *misconfigured says why ('source "x" is misconfigured: ...'),
+ * else it is NULL. Needs SPI. */
+WiSource   *FindSource(const char *name, const char **misconfigured);
+
+/* FindSource for callers that treat a misconfigured source as absent. */
 WiSource   *LookupSource(const char *name);
 
 /* Parses an event_id_from rule into *rule, allocating in cxt; raises
@@ -95,7 +103,8 @@ void		ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict,
 							 MemoryContext cxt);
 
 /* The role that owns the extension's objects: apply_event's own work runs
- * with its rights. */
+ * with its rights. Reads pending invalidations first, so that this and the
+ * OIDs below follow a DROP/CREATE EXTENSION committed by another session. */
 Oid			ExtensionOwner(void);
 
 /* The OIDs of the extension's objects, looked up once per backend. */

@@ -52,6 +52,18 @@ CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON 
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
 CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_idem.source_secrets
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
+-- ALWAYS: they fire under session_replication_role = replica too (logical
+-- replication's apply, a superuser's bulk load), so that no session keeps a
+-- revoked secret.
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache;
+ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache;
+
+-- Refuses a handler_search_path that names a temporary schema or does not
+-- parse; sources loaded from the table are checked by the same C rule.
+CREATE FUNCTION webhook_idem._check_search_path(path text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_search_path';
+COMMENT ON FUNCTION webhook_idem._check_search_path(text)
+  IS 'Raises 22023 unless the text is a search_path a handler may be given (no temporary schema)';
 
 -- Refuses a scheme, secrets, options or event_id_from that cannot work.
 CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb, event_id_from text)
@@ -108,6 +120,7 @@ BEGIN
   PERFORM webhook_idem._check_source_config(register_source.scheme, register_source.secrets,
                                             coalesce(register_source.options, '{}'),
                                             register_source.event_id_from);
+  PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
 
   IF register_source.handler IS NOT NULL THEN
     SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = register_source.handler;

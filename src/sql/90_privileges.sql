@@ -34,6 +34,7 @@ GRANT EXECUTE ON FUNCTION
     webhook_idem.purge(interval, integer),
     webhook_idem._check_source_config(text, text[], jsonb, text)
   TO webhook_idem_admin;
+GRANT EXECUTE ON FUNCTION webhook_idem._check_search_path(text) TO webhook_idem_admin;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_admin;
 GRANT SELECT (source), INSERT, UPDATE (secrets), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
 GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
