@@ -240,6 +240,7 @@ SET ROLE hh_http;
 CREATE FUNCTION hh_recv.steal() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM hh.note('stolen'); RETURN NEW; END $$;
 CREATE TEMP TABLE scratch (x jsonb);
+GRANT ALL ON scratch TO PUBLIC;
 CREATE TRIGGER steal BEFORE INSERT ON scratch FOR EACH ROW EXECUTE FUNCTION hh_recv.steal();
 SELECT pg_temp.err($$SELECT * FROM webhook_idem.apply_event('hh10', '{"id": "p1"}')$$);
 RESET ROLE;
