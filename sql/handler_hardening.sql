@@ -234,6 +234,7 @@ BEGIN
   RETURN jsonb_build_object('rows', n);
 END $$;
 SELECT source FROM webhook_idem.register_source('hh10', 'none', handler => 'hh.uses_temp(jsonb)');
+SELECT source FROM webhook_idem.register_source('hh10a', 'none', handler => 'hh.uses_temp(jsonb)', mode => 'async');
 RESET ROLE;
 CREATE SCHEMA hh_recv AUTHORIZATION hh_http;
 SET ROLE hh_http;
@@ -246,6 +247,10 @@ SELECT pg_temp.err($$SELECT * FROM webhook_idem.apply_event('hh10', '{"id": "p1"
 RESET ROLE;
 SELECT what, run_as FROM hh.log ORDER BY what;
 SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'hh10';
+-- A worker in such a session skips the event (no attempt used, no abort), and warns.
+SELECT * FROM pg_temp.deliver('hh10a', '{"id": "q1"}');
+SELECT webhook_idem.process_pending('hh10a') AS processed;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'hh10a';
 -- A temporary type or function of the caller's counts the same.
 SET ROLE hh_http;
 DROP TABLE scratch;
@@ -260,13 +265,19 @@ RESET ROLE;
 -- table across deliveries of one session.
 SELECT * FROM pg_temp.deliver('hh10', '{"id": "p4"}');
 SELECT * FROM pg_temp.deliver('hh10', '{"id": "p5"}');
-SELECT event_id, status, result FROM webhook_idem.events WHERE source = 'hh10' ORDER BY id;
+SELECT webhook_idem.process_pending('hh10a') AS processed;
+SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh10', 'hh10a') ORDER BY id;
 SELECT what, run_as FROM hh.log ORDER BY what;
 
-RESET ROLE;
+-- The handler's lasting temp table is another role's temporary object for
+-- a source of a different owner: its handler does not run in this session
+-- (hh_admin's table could carry hh_admin's trigger) until the table is gone.
+SELECT pg_temp.err($$SELECT * FROM pg_temp.deliver('hh8c', '{"id": "o5"}')$$);
 DROP TABLE pg_temp.scratch;
+SELECT * FROM pg_temp.deliver('hh8c', '{"id": "o5"}');
+RESET ROLE;
 DROP SCHEMA hh_recv CASCADE;
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh6', 'hh10']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh6', 'hh10', 'hh10a']) s;
 DROP SCHEMA hh CASCADE;
 DROP SCHEMA hh_t CASCADE;
 DROP ROLE hh_admin, hh_other, hh_http, hh_member, hh_team;

@@ -1,7 +1,9 @@
 /*
  * handler.cpp - running a source's handler exactly where the contract says:
  * in a subtransaction of the delivery, as the role that registered the
- * source, under that role's search_path, with current_event() answering.
+ * source, under that role's search_path, with current_event() answering;
+ * only if it passes the handler rules (handler_rules.cpp) now, with its
+ * settings ending with it, and with its event busy for re-entrant claims.
  */
 #include "pg/event_store.h"
 

@@ -150,15 +150,15 @@ ScanTempOwners(Oid catalog, AttrNumber nsp_att, AttrNumber owner_att, Oid nsp)
 	table_close(rel, AccessShareLock);
 }
 
-void
-CheckSessionTempObjects(Oid handler_owner, const char *source)
+bool
+SessionMayRunHandler(Oid handler_owner)
 {
 	Oid			temp_nsp;
 	Oid			temp_toast_nsp;
 
 	GetTempNamespaceState(&temp_nsp, &temp_toast_nsp);
 	if (!OidIsValid(temp_nsp))
-		return;					/* no temporary objects: nothing to pay */
+		return true;			/* no temporary objects: nothing to pay */
 
 	if (!temp_callbacks_registered)
 	{
@@ -180,10 +180,18 @@ CheckSessionTempObjects(Oid handler_owner, const char *source)
 	}
 	for (int i = 0; i < n_temp_owners; i++)
 		if (!has_privs_of_role(temp_owners[i], handler_owner))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("the handler of source \"%s\" cannot run in a session that holds another role's temporary objects",
-							source),
-					 errdetail("This session's temporary schema holds objects of a role that lacks the privileges of the role the handler runs as; the handler could reach them by name."),
-					 errhint("Call apply_event or process_pending from a session without such temporary objects (DISCARD TEMP drops them).")));
+			return false;
+	return true;
+}
+
+void
+CheckSessionTempObjects(Oid handler_owner, const char *source)
+{
+	if (!SessionMayRunHandler(handler_owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the handler of source \"%s\" cannot run in a session that holds another role's temporary objects",
+						source),
+				 errdetail("This session's temporary schema holds objects of a role that lacks the privileges of the role the handler runs as; the handler could reach them by name."),
+				 errhint("Call apply_event or process_pending from a session without such temporary objects (DISCARD TEMP drops them).")));
 }

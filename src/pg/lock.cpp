@@ -4,7 +4,9 @@
  * the tag's last field (one int8 key, or two int4 keys); ours carries
  * WI_LOCK_SPACE there, so no pg_advisory_lock() call of an application can
  * ever take or wait for it. In pg_locks it shows as locktype "advisory"
- * with objsubid 22345.
+ * with objsubid 22345. The lock is re-entrant within a backend, so the
+ * events whose handler this backend is running are kept apart here and
+ * answered busy: a handler never claims its own event a second time.
  */
 #include "pg/boundary.h"
 #include "pg/webhook_idem.h"

@@ -161,6 +161,10 @@ char	   *CheckHandlerRow(HeapTuple proctup, Oid owner, const char *name, int *sq
  * relation, type or function changes. */
 void		CheckSessionTempObjects(Oid handler_owner, const char *source);
 
+/* False if CheckSessionTempObjects would raise (workers skip the event
+ * instead of aborting their batch). */
+bool		SessionMayRunHandler(Oid handler_owner);
+
 /* --- handler.cpp ---------------------------------------------------- */
 
 /* The event a handler is being run for (what current_event() returns). */
