@@ -66,10 +66,14 @@ CREATE ROLE reg_admin NOLOGIN IN ROLE webhook_idem_admin;
 GRANT USAGE ON SCHEMA reg TO reg_admin;
 CREATE FUNCTION reg.private(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT p $$;
 REVOKE EXECUTE ON FUNCTION reg.private(jsonb) FROM PUBLIC;
+CREATE FUNCTION reg.admin_ok(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT p $$;
+ALTER FUNCTION reg.admin_ok(jsonb) OWNER TO reg_admin;
 SET ROLE reg_admin;
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('x', 'none', handler => 'reg.private(jsonb)')$$);
+-- Nor a function it does not own (reg.ok is the superuser's).
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('x', 'none', handler => 'reg.ok(jsonb)')$$);
 -- The owner is whoever registers, whatever they write into handler_owner.
-SELECT handler_owner FROM webhook_idem.register_source('reg_owned', 'none', handler => 'reg.ok(jsonb)');
+SELECT handler_owner FROM webhook_idem.register_source('reg_owned', 'none', handler => 'reg.admin_ok(jsonb)');
 SELECT pg_temp.err($$UPDATE webhook_idem.sources SET handler_owner = 'postgres' WHERE source = 'reg_owned'$$);
 SELECT handler_owner FROM webhook_idem.sources WHERE source = 'reg_owned';
 -- Administrators write secrets but never read them.

@@ -22,13 +22,15 @@ $$;
 -- 1. Sources an admin broke by writing the tables directly. Each answers
 --    failed 500 with why, records nothing, raises nothing: the caller's
 --    transaction goes on.
+--    (The admin registered them: only a role with the privileges of a
+--    source's owner may write its secrets.)
 CREATE ROLE sc_admin NOLOGIN IN ROLE webhook_idem_admin;
+SET ROLE sc_admin;
 SELECT pg_temp.github('sc_' || n, 's3cret') FROM unnest(ARRAY['nosecrets', 'scheme', 'option',
   'algorithm', 'idrule', 'idpath', 'nullsecret', 'emptysecret', 'nosecret', 'path',
   'handlername', 'handlertype']) AS n;
 SELECT webhook_idem.register_source(source => 'sc_option', scheme => 'hmac', secrets => ARRAY['s3cret']) IS NULL AS no;
 SELECT webhook_idem.register_source(source => 'sc_algorithm', scheme => 'hmac', secrets => ARRAY['s3cret']) IS NULL AS no;
-SET ROLE sc_admin;
 DELETE FROM webhook_idem.source_secrets WHERE source = 'sc_nosecrets';
 UPDATE webhook_idem.sources SET scheme = 'no_such_scheme' WHERE source = 'sc_scheme';
 UPDATE webhook_idem.sources SET options = '{"bogus": 1}' WHERE source = 'sc_option';

@@ -1,9 +1,15 @@
 /*
  * handler.cpp - running a source's handler exactly where the contract says:
  * in a subtransaction of the delivery, as the role that registered the
- * source, under that role's search_path, with current_event() answering.
+ * source, under that role's search_path, with current_event() answering;
+ * only if it passes the handler rules (handler_rules.cpp) now, with its
+ * settings ending with it, and with its event busy for re-entrant claims.
  */
 #include "pg/event_store.h"
+
+extern "C" {
+#include "catalog/pg_proc.h"
+}
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_current_event);
@@ -21,12 +27,58 @@ Failure(char *message)
 	return r;
 }
 
+/*
+ * Checks the handler's pg_proc row as it is now (CheckHandlerRow), however
+ * the source row was written, and takes the call info from that same row;
+ * returns why it may not run, or NULL.
+ */
+static char *
+PrepareHandler(WiSource *src)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(src->handler));
+	char	   *problem;
+	int			code;
+
+	if (!HeapTupleIsValid(tup))
+		return psprintf("handler %s does not exist", src->handler_name);
+	problem = CheckHandlerRow(tup, src->owner, src->handler_name, &code);
+	if (problem == NULL &&
+		(!src->handler_fn_ready ||
+		 !ItemPointerEquals(&src->handler_fn_tid, &tup->t_self) ||
+		 src->handler_fn_xmin != HeapTupleHeaderGetRawXmin(tup->t_data)))
+	{
+		HeapTuple	again;
+
+		src->handler_fn_ready = false;
+		fmgr_info_cxt(src->handler, &src->handler_fn, GetMemoryChunkContext(src));
+		/*
+		 * fmgr_info read pg_proc itself: while we hold our pin, the cache
+		 * gives it the same entry unless that row was replaced meanwhile.
+		 */
+		again = SearchSysCache1(PROCOID, ObjectIdGetDatum(src->handler));
+		if (again != tup || src->handler_fn.fn_nargs != 1 || src->handler_fn.fn_retset)
+			problem = psprintf("handler %s changed while it was being prepared", src->handler_name);
+		else
+		{
+			src->handler_returns_jsonb = ((Form_pg_proc) GETSTRUCT(tup))->prorettype == JSONBOID;
+			src->handler_fn_tid = tup->t_self;
+			src->handler_fn_xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+			src->handler_fn_ready = true;
+		}
+		if (HeapTupleIsValid(again))
+			ReleaseSysCache(again);
+	}
+	ReleaseSysCache(tup);
+	return problem;
+}
+
 WiHandlerResult
 RunHandler(WiSource *src, const WiCurrentEvent *event)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	const WiCurrentEvent *outer_event = current_event;
+	volatile int applied_depth = -1;
 	volatile bool ok = true;
 	Jsonb	   *volatile value_out = NULL;
 	char	   *volatile error = NULL;
@@ -38,15 +90,13 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		return Failure(psprintf("handler %s does not exist", src->handler_name));
 	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(src->owner)))
 		return Failure(psprintf("the role that registered source \"%s\" no longer exists", src->name));
-	if (pg_proc_aclcheck(src->handler, src->owner, ACL_EXECUTE) != ACLCHECK_OK)
-		return Failure(psprintf("permission denied for function %s", src->handler_name));
-	if (!src->handler_fn_ready)
 	{
-		fmgr_info_cxt(src->handler, &src->handler_fn, GetMemoryChunkContext(src));
-		src->handler_returns_jsonb = get_func_rettype(src->handler) == JSONBOID;
-		src->handler_fn_ready = true;
-	}
+		char	   *problem = PrepareHandler(src);
 
+		if (problem != NULL)
+			return Failure(problem);
+	}
+	CheckSessionTempObjects(src->owner, src->name);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -58,6 +108,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		LOCAL_FCINFO(fcinfo, 1);
 		Datum		value;
 
+		/* Busy for LockEvent while it runs: re-entry gets in_progress. */
+		applied_depth = PushAppliedEvent(event->source, event->event_id);
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
 		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 		save_nestlevel = NewGUCNestLevel();
@@ -76,7 +128,10 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		}
 
 		current_event = outer_event;
-		AtEOXact_GUC(true, save_nestlevel);
+		PopAppliedEvents(applied_depth);
+		/* The handler's settings end with it, SET and set_config(.., false)
+		 * alike (as an index build's do): false rolls them all back. */
+		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -87,6 +142,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		ErrorData  *edata;
 
 		current_event = outer_event;
+		if (applied_depth >= 0)
+			PopAppliedEvents(applied_depth);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();

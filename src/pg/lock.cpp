@@ -4,7 +4,9 @@
  * the tag's last field (one int8 key, or two int4 keys); ours carries
  * WI_LOCK_SPACE there, so no pg_advisory_lock() call of an application can
  * ever take or wait for it. In pg_locks it shows as locktype "advisory"
- * with objsubid 22345.
+ * with objsubid 22345. The lock is re-entrant within a backend, so the
+ * events whose handler this backend is running are kept apart here and
+ * answered busy: a handler never claims its own event a second time.
  */
 #include "pg/boundary.h"
 #include "pg/webhook_idem.h"
@@ -15,14 +17,77 @@ extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_try_claim);
 }
 
-bool
-LockEvent(const char *source, const char *event_id, bool wait)
+/* The claim keys of the events whose handler this backend is running now,
+ * innermost last. */
+static uint64_t *applied_keys = NULL;
+static int	n_applied = 0;
+static int	cap_applied = 0;
+static bool applied_callback_registered = false;
+
+/* At the end of a transaction no handler of it is running any more. */
+static void
+AppliedEventsXactCallback(XactEvent event, void *)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		n_applied = 0;
+}
+
+/* The claim key of (source, event id). */
+static uint64_t
+ClaimKey(const char *source, const char *event_id)
 {
 	uint64_t	key = 0;
 	wi::Status	st;
-	LOCKTAG		tag;
 
 	CheckCore(wi::api::ComputeLockKey(source, event_id, &key, &st), st);
+	return key;
+}
+
+int
+PushAppliedEvent(const char *source, const char *event_id)
+{
+	uint64_t	key = ClaimKey(source, event_id);
+	int			depth = n_applied;
+
+	if (!applied_callback_registered)
+	{
+		RegisterXactCallback(AppliedEventsXactCallback, NULL);
+		applied_callback_registered = true;
+	}
+	if (n_applied == cap_applied)
+	{
+		int			cap = cap_applied ? cap_applied * 2 : 8;
+
+		applied_keys = applied_keys
+			? (uint64_t *) repalloc(applied_keys, sizeof(uint64_t) * cap)
+			: (uint64_t *) MemoryContextAlloc(TopMemoryContext, sizeof(uint64_t) * cap);
+		cap_applied = cap;
+	}
+	applied_keys[n_applied++] = key;
+	return depth;
+}
+
+void
+PopAppliedEvents(int depth)
+{
+	if (depth < n_applied)
+		n_applied = depth;
+}
+
+bool
+LockEvent(const char *source, const char *event_id, bool wait)
+{
+	uint64_t	key = ClaimKey(source, event_id);
+	LOCKTAG		tag;
+
+	/*
+	 * Our own lock is re-entrant: an event whose handler this backend is
+	 * running (a handler delivering, processing or claiming its own event)
+	 * is busy, whatever the lock manager would say.
+	 */
+	for (int i = 0; i < n_applied; i++)
+		if (applied_keys[i] == key)
+			return false;
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, WI_LOCK_SPACE);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }

@@ -7,6 +7,10 @@
 #include "pg/event_store.h"
 
 extern "C" {
+#include "storage/proc.h"
+}
+
+extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
 }
 
@@ -87,6 +91,21 @@ ProcessOne(int64 id)
 							   row.last_error ? row.last_error : "", row.last_error ? "; " : ""),
 					  false, NULL);
 		return true;
+	}
+	/* A handler may not run in this session now (another role's temporary
+	 * objects): leave the event due, unattempted, for another session. */
+	if (src->handler_name != NULL && !SessionMayRunHandler(src->owner))
+	{
+		static LocalTransactionId warned = InvalidLocalTransactionId;
+
+		if (warned != MyProc->lxid)
+			ereport(WARNING,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("process_pending skips the events of source \"%s\": this session holds another role's temporary objects",
+							src->name),
+					 errhint("DISCARD TEMP, or process them from another session.")));
+		warned = MyProc->lxid;
+		return false;
 	}
 	(void) AttemptKnownEvent(src, &row, false, &res);
 	return true;

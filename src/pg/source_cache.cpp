@@ -262,7 +262,7 @@ enum
 {
 	COL_SCHEME = 1, COL_HANDLER, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
 	COL_MAX_ATTEMPTS, COL_BACKOFF, COL_EVENT_ID_FROM, COL_OPTIONS, COL_OWNER,
-	COL_SEARCH_PATH, COL_HAS_SECRETS_ROW, COL_SECRETS
+	COL_SEARCH_PATH, COL_SECRETS
 };
 
 /* Fills src from a source row, allocating in cxt (the current context);
@@ -320,10 +320,8 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
 			: pstrdup("pg_temp");
 	}
-	if (!DatumGetBool(SPI_getbinval(tup, desc, COL_HAS_SECRETS_ROW, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("it has no row in webhook_idem.source_secrets")));
+	/* No row in source_secrets is no secrets: a scheme that needs some
+	 * says so. */
 	d = SPI_getbinval(tup, desc, COL_SECRETS, &isnull);
 	src->n_secrets = CollectSecrets(src->scheme, isnull ? NULL : DatumGetArrayTypeP(d),
 									&src->secrets, cxt);
@@ -358,7 +356,7 @@ LoadSource(const char *name)
 									   "SELECT s.scheme, s.handler,"
 									   " s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
 									   " s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
-									   " s.handler_search_path, ss.source IS NOT NULL, ss.secrets"
+									   " s.handler_search_path, ss.secrets"
 									   " FROM webhook_idem.sources s"
 									   " LEFT JOIN webhook_idem.source_secrets ss"
 									   "   ON ss.source OPERATOR(pg_catalog.=) s.source"

@@ -85,6 +85,10 @@ typedef struct WiSource
 	bool		handler_fn_ready;
 	char	   *misconfigured;	/* set: the row cannot be used, and why
 								 * (then nothing else is set) */
+	/* The pg_proc row handler_fn and handler_returns_jsonb came from (the
+	 * one CheckHandlerRow passed): a different row means look again. */
+	ItemPointerData handler_fn_tid;
+	TransactionId handler_fn_xmin;
 } WiSource;
 
 /* The cached source called name, as the catalog says at this statement
@@ -139,6 +143,36 @@ char	   *ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers,
  * apply_event (waiting, or not in conflict mode), process_pending and
  * claim_next (never waiting). */
 bool		LockEvent(const char *source, const char *event_id, bool wait);
+
+/* Marks (source, event id) as being applied by this backend (its handler is
+ * running): until PopAppliedEvents, LockEvent answers busy for it, so a
+ * handler that re-enters the extension for its own event gets in_progress
+ * or a skip, never a second application. Returns the depth to pop to. */
+int			PushAppliedEvent(const char *source, const char *event_id);
+
+/* Forgets the events pushed since depth was returned. */
+void		PopAppliedEvents(int depth);
+
+/* --- handler_rules.cpp ---------------------------------------------- */
+
+/* Why the function in proctup (pg_proc) may not run as the handler of a
+ * source owned by owner, or NULL if it may: a plain function f(jsonb)
+ * RETURNS jsonb or void, not in a temporary schema, executable by owner and
+ * owned by owner or a role owner is a member of (superuser status not
+ * counting). Sets *sqlerrcode with the message. name is for messages. */
+char	   *CheckHandlerRow(HeapTuple proctup, Oid owner, const char *name, int *sqlerrcode);
+
+/* Raises 42501 if this session's temporary schema holds objects (relations,
+ * types, functions) of a role without the privileges of handler_owner: a
+ * handler naming a temporary object would reach the caller's object and
+ * run the caller's code with the handler owner's rights. Free for a
+ * session without a temporary schema; otherwise one scan, cached until a
+ * relation, type or function changes. */
+void		CheckSessionTempObjects(Oid handler_owner, const char *source);
+
+/* False if CheckSessionTempObjects would raise (workers skip the event
+ * instead of aborting their batch). */
+bool		SessionMayRunHandler(Oid handler_owner);
 
 /* --- handler.cpp ---------------------------------------------------- */
 

@@ -44,6 +44,47 @@ END
 $$;
 CREATE TRIGGER stamp_owner BEFORE INSERT OR UPDATE ON webhook_idem.sources
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._stamp_source_owner();
+-- Neither trigger may be skipped by session_replication_role: whatever
+-- writes these tables, no one acts as another role through them.
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER stamp_owner;
+
+-- The secrets of a source are changed only by a role with the privileges
+-- of its owner (the role its handler runs as): else whoever sets them could
+-- deliver bodies of their choice that run with another role's rights. A
+-- role that wants the source re-registers it, and so becomes its owner.
+CREATE FUNCTION webhook_idem._guard_source_secrets() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  owner regrole;
+BEGIN
+  SELECT s.handler_owner INTO owner FROM webhook_idem.sources s
+   WHERE s.source = NEW.source FOR SHARE;
+  IF FOUND AND NOT pg_has_role(current_user, owner::oid, 'USAGE') THEN
+    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', NEW.source
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = 'The source''s handler runs as the role that registered it; only a role with that role''s privileges may change its secrets.',
+            HINT = 'Register the source again with register_source to take it over.';
+  END IF;
+  RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._guard_source_secrets()
+  IS 'Trigger: only a role with the privileges of a source''s owner may write its secrets';
+CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
+ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
+
+-- What a handler must be, the one definition the runtime path uses too
+-- (it is checked again whenever the handler is about to run): a plain
+-- function f(jsonb) RETURNS jsonb | void, not in a temporary schema,
+-- executable by the owner and owned by it or by a role it is a member of
+-- (superuser status does not count). Raises why not.
+CREATE FUNCTION webhook_idem._check_handler(handler regprocedure, owner regrole)
+  RETURNS void LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'webhook_idem_check_handler';
+COMMENT ON FUNCTION webhook_idem._check_handler(regprocedure, regrole)
+  IS 'Raises unless handler may run as the handler of a source owned by owner';
+REVOKE ALL ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) TO webhook_idem_admin;
 
 -- Backends cache sources: any change to either table invalidates the caches.
 CREATE FUNCTION webhook_idem._sources_changed() RETURNS trigger
@@ -86,7 +127,6 @@ CREATE FUNCTION webhook_idem.register_source(
 RETURNS webhook_idem.sources
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  p pg_catalog.pg_proc%ROWTYPE;
   handler_name text;
   row webhook_idem.sources;
 BEGIN
@@ -123,21 +163,9 @@ BEGIN
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
 
   IF register_source.handler IS NOT NULL THEN
-    SELECT * INTO p FROM pg_catalog.pg_proc WHERE oid = register_source.handler;
-    IF p.prokind <> 'f' THEN
-      RAISE EXCEPTION 'handler % is not a plain function', register_source.handler
-        USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF p.pronargs <> 1 OR p.proargtypes[0] <> 'jsonb'::regtype
-       OR p.proretset OR p.prorettype NOT IN ('jsonb'::regtype, 'void'::regtype) THEN
-      RAISE EXCEPTION 'handler % must be f(payload jsonb) RETURNS jsonb or void', register_source.handler
-        USING ERRCODE = 'datatype_mismatch';
-    END IF;
-    IF NOT has_function_privilege(register_source.handler, 'EXECUTE') THEN
-      RAISE EXCEPTION 'permission denied for function %', register_source.handler
-        USING ERRCODE = 'insufficient_privilege',
-              HINT = 'The handler runs with the privileges of the role that registers the source.';
-    END IF;
+    -- The rules a handler is held to whenever it runs (shape, schema,
+    -- EXECUTE, owner), for the role that becomes the source's owner.
+    PERFORM webhook_idem._check_handler(register_source.handler, current_user::regrole);
     -- With search_path pinned to pg_catalog, the text form is schema-qualified.
     handler_name := register_source.handler::text;
   END IF;

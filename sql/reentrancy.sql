@@ -1,0 +1,77 @@
+-- A handler that re-enters the extension for the event it is applying:
+-- the inner call answers in_progress (apply_event) or skips the event
+-- (process_pending, claim_next); the event is applied once.
+\i sql/include/helpers.sql
+
+CREATE SCHEMA re;
+CREATE TABLE re.effects (event_id text, depth int, inner_answer text);
+-- Re-enters once (re.depth guards against recursion should the inner call run it).
+CREATE FUNCTION re.reenter(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  answer text;
+  depth int := coalesce(nullif(current_setting('re.depth', true), ''), '0')::int;
+BEGIN
+  PERFORM set_config('re.depth', (depth + 1)::text, true);
+  IF (p->>'fail_first')::boolean AND (webhook_idem.current_event()).attempts = 1 THEN
+    RAISE EXCEPTION 'first attempt fails';
+  END IF;
+  IF depth = 0 THEN
+    CASE p->>'how'
+      WHEN 'apply_event' THEN
+        SELECT o.status || ' ' || o.http_status INTO answer
+          FROM webhook_idem.apply_event(p->>'source', convert_to(p::text, 'UTF8'), '{}') o;
+      WHEN 'other_event' THEN
+        SELECT o.status || ' ' || o.http_status INTO answer
+          FROM webhook_idem.apply_event(p->>'source', convert_to(jsonb_build_object('id', (p->>'id') || '-other')::text, 'UTF8'), '{}') o;
+      WHEN 'process_pending' THEN
+        answer := 'processed ' || webhook_idem.process_pending(p->>'source');
+      WHEN 'claim_next' THEN
+        SELECT 'claimed ' || count(*) INTO answer FROM webhook_idem.claim_next(p->>'source');
+      ELSE
+        answer := 'none';
+    END CASE;
+  END IF;
+  INSERT INTO re.effects VALUES (p->>'id', depth, answer);
+  RETURN jsonb_build_object('inner', answer);
+END $$;
+SELECT source FROM webhook_idem.register_source('re_sync', 'none', handler => 're.reenter(jsonb)');
+SELECT source FROM webhook_idem.register_source('re_async', 'none', handler => 're.reenter(jsonb)', mode => 'async');
+
+-- Sync, first delivery: the handler delivers its own event again.
+SELECT status, http_status, attempts, result
+  FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r1", "how": "apply_event", "source": "re_sync"}', 'UTF8'), '{}');
+-- Sync, the sender's retry of a failed event re-enters.
+SELECT status, http_status, attempts, result
+  FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r2", "how": "apply_event", "source": "re_sync", "fail_first": true}', 'UTF8'), '{}');
+SELECT status, http_status, attempts, result
+  FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r2", "how": "apply_event", "source": "re_sync", "fail_first": true}', 'UTF8'), '{}');
+-- Another event of the same source is not blocked by the one being applied.
+SELECT status, http_status, attempts, result
+  FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r3", "how": "other_event", "source": "re_sync"}', 'UTF8'), '{}');
+-- A sync handler calling process_pending / claim_next for its own source finds nothing due.
+SELECT status, result
+  FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r4", "how": "process_pending", "source": "re_sync"}', 'UTF8'), '{}');
+-- Once the handler has returned, the event is no longer busy: a repeat in
+-- the same transaction is a duplicate, not in_progress.
+BEGIN;
+SELECT status, http_status FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r5", "how": "none"}', 'UTF8'), '{}');
+SELECT status, http_status FROM webhook_idem.apply_event('re_sync', convert_to('{"id": "r5", "how": "none"}', 'UTF8'), '{}');
+COMMIT;
+SELECT event_id, status, attempts, result FROM webhook_idem.events WHERE source = 're_sync' ORDER BY event_id;
+
+-- Async: process_pending applies an event whose handler calls
+-- process_pending, claim_next or apply_event for its own source.
+SELECT status FROM webhook_idem.apply_event('re_async', convert_to('{"id": "a1", "how": "process_pending", "source": "re_async"}', 'UTF8'), '{}');
+SELECT webhook_idem.process_pending('re_async') AS processed;
+SELECT status FROM webhook_idem.apply_event('re_async', convert_to('{"id": "a2", "how": "claim_next", "source": "re_async"}', 'UTF8'), '{}');
+SELECT webhook_idem.process_pending('re_async') AS processed;
+SELECT status FROM webhook_idem.apply_event('re_async', convert_to('{"id": "a3", "how": "apply_event", "source": "re_async"}', 'UTF8'), '{}');
+SELECT webhook_idem.process_pending('re_async') AS processed;
+SELECT event_id, status, attempts, result FROM webhook_idem.events WHERE source = 're_async' ORDER BY event_id;
+SELECT count(*) AS nothing_left_due FROM webhook_idem.claim_next('re_async');
+
+-- Every effect happened once.
+SELECT event_id, depth, inner_answer FROM re.effects ORDER BY event_id, depth;
+
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;
+DROP SCHEMA re CASCADE;
