@@ -251,7 +251,7 @@ SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'hh10';
 SELECT * FROM pg_temp.deliver('hh10a', '{"id": "q1"}');
 SELECT webhook_idem.process_pending('hh10a') AS processed;
 SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'hh10a';
--- A temporary type or function of the caller's counts the same.
+-- A temporary type, function or operator of the caller's counts the same.
 SET ROLE hh_http;
 DROP TABLE scratch;
 CREATE TYPE pg_temp.caller_type AS (a int);
@@ -260,6 +260,11 @@ DROP TYPE pg_temp.caller_type;
 CREATE FUNCTION pg_temp.caller_fn() RETURNS int LANGUAGE sql AS 'SELECT 1';
 SELECT pg_temp.err($$SELECT * FROM webhook_idem.apply_event('hh10', '{"id": "p3"}')$$);
 DROP FUNCTION pg_temp.caller_fn();
+-- And an operator (pg_temp is listed in the handler's search_path, so its
+-- operators are found too), even one over a built-in function.
+CREATE OPERATOR pg_temp.= (LEFTARG = text, RIGHTARG = text, FUNCTION = pg_catalog.textne);
+SELECT pg_temp.err($$SELECT * FROM webhook_idem.apply_event('hh10', '{"id": "p3b"}')$$);
+DROP OPERATOR pg_temp.= (text, text);
 RESET ROLE;
 -- With the caller's temporary objects gone, the handler keeps its own temp
 -- table across deliveries of one session.

@@ -11,6 +11,7 @@ extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "utils/fmgroids.h"
 #include "utils/regproc.h"
@@ -93,7 +94,10 @@ webhook_idem_check_handler(PG_FUNCTION_ARGS)
 /* --- the session's temporary objects ------------------------------------ */
 
 /* The distinct owners of objects in this backend's temporary schema, as of
- * the last scan; stale after any change to pg_class, pg_type or pg_proc. */
+ * the last scan; stale after any change to pg_class, pg_type, pg_proc or
+ * pg_operator. Those are the kinds a name can find in pg_temp, which the
+ * handler's search_path lists (last): relations and types, and, since it is
+ * listed explicitly, functions and operators too. */
 static Oid *temp_owners = NULL;
 static int	n_temp_owners = 0;
 static int	cap_temp_owners = 0;
@@ -101,7 +105,8 @@ static Oid	temp_owners_nsp = InvalidOid;
 static bool temp_owners_valid = false;
 static bool temp_callbacks_registered = false;
 
-/* Syscache invalidation: a relation, type or function changed somewhere. */
+/* Syscache invalidation: a relation, type, function or operator changed
+ * somewhere. */
 static void
 TempObjectsInvalidated(Datum, int, uint32)
 {
@@ -165,6 +170,7 @@ SessionMayRunHandler(Oid handler_owner)
 		CacheRegisterSyscacheCallback(RELOID, TempObjectsInvalidated, (Datum) 0);
 		CacheRegisterSyscacheCallback(TYPEOID, TempObjectsInvalidated, (Datum) 0);
 		CacheRegisterSyscacheCallback(PROCOID, TempObjectsInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(OPEROID, TempObjectsInvalidated, (Datum) 0);
 		temp_callbacks_registered = true;
 	}
 	if (!temp_owners_valid || temp_owners_nsp != temp_nsp)
@@ -177,6 +183,7 @@ SessionMayRunHandler(Oid handler_owner)
 		ScanTempOwners(RelationRelationId, Anum_pg_class_relnamespace, Anum_pg_class_relowner, temp_nsp);
 		ScanTempOwners(TypeRelationId, Anum_pg_type_typnamespace, Anum_pg_type_typowner, temp_nsp);
 		ScanTempOwners(ProcedureRelationId, Anum_pg_proc_pronamespace, Anum_pg_proc_proowner, temp_nsp);
+		ScanTempOwners(OperatorRelationId, Anum_pg_operator_oprnamespace, Anum_pg_operator_oprowner, temp_nsp);
 	}
 	for (int i = 0; i < n_temp_owners; i++)
 		if (!has_privs_of_role(temp_owners[i], handler_owner))
