@@ -36,17 +36,54 @@ HandlerTimeoutFired(void)
 	SetLatch(MyLatch);
 }
 
+/* Disarms the timer (if armed), its firing forgotten. */
+static void
+Disarm(void)
+{
+	if (timer_level != 0)
+	{
+		disable_timeout(handler_timeout_id, false);
+		timer_level = 0;
+		handler_timed_out = false;
+	}
+}
+
+/* A (sub)transaction that aborts with the armed run inside it (an error
+ * that got past RunHandler's catch) takes the timer with it, so that it
+ * can never cancel an unrelated statement later. */
+static void
+TimerSubXactCallback(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && timer_level != 0 &&
+		timer_level >= GetCurrentTransactionNestLevel())
+		Disarm();
+}
+
+/* The same at the end of the top transaction, whichever way it ends. */
+static void
+TimerXactCallback(XactEvent event, void *)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+		Disarm();
+}
+
 void
 StartHandlerTimer(void)
 {
 	int			level = GetCurrentTransactionNestLevel();
 
 	if (timer_level >= level)
-		timer_level = 0;		/* left over from an aborted run */
+		Disarm();				/* left over from an aborted run */
 	if (timer_level != 0 || wi_handler_timeout <= 0)
 		return;
 	if (handler_timeout_id == MAX_TIMEOUTS)
+	{
 		handler_timeout_id = RegisterTimeout(USER_TIMEOUT, HandlerTimeoutFired);
+		RegisterXactCallback(TimerXactCallback, NULL);
+		RegisterSubXactCallback(TimerSubXactCallback, NULL);
+	}
 	handler_timed_out = false;
 	timer_level = level;
 	timer_ms = wi_handler_timeout;

@@ -3,7 +3,10 @@
 -- An event is due for workers when status is queued, failed or processing
 -- and next_attempt_at has come: for queued events that is when they were
 -- received, for failed ones the retry time, for processing ones the end of
--- their lease. Sync deliveries never set it, so workers leave them alone.
+-- their lease. Sync deliveries never set it, so workers leave them alone
+-- (until the source becomes async: see _source_became_async below). The
+-- rules themselves (due, exhausted, lease expired on the last attempt) are
+-- written once, in src/pg/queue.h, for every worker function.
 
 -- The wait before retry number n: backoff doubled per failure, capped at an
 -- hour, then scaled by a random factor in [0.5, 1) so retries spread out.
