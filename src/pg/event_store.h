@@ -59,11 +59,3 @@ void		LeaseEvent(int64 id, const Interval *lease, EventRow *row);
 /* Renews the lease of a processing event; false if (id, attempt) is not
  * its current claim. */
 bool		ExtendLease(int64 id, int32 attempt, const Interval *lease);
-
-/* Runs the handler for the next attempt of a known event and records how
- * it went: applied, failed or dead. With delivery, the attempt came
- * with a delivery (counted; a failure waits for the sender's retry);
- * otherwise a worker made it (a failure is retried after the backoff).
- * *res receives the handler's result. */
-WiEventStatus AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
-								WiHandlerResult *res);

@@ -49,6 +49,14 @@ int64		NextDue(text *source, const int64 *skip, int n_skip);
  * it is still due and its source exists; false if it is not ours to take. */
 bool		TakeDueEvent(int64 id, EventRow *row, WiSource **src);
 
+/* Runs the handler for the next attempt of a known event and records how
+ * it went: applied, failed or dead. With delivery, the attempt came
+ * with a delivery (counted; a failure waits for the sender's retry);
+ * otherwise a worker made it (a failure is retried after the backoff).
+ * *res receives the handler's result. */
+WiEventStatus AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
+								WiHandlerResult *res);
+
 /* Bounds of the interval and count arguments (docs/reference.md, "Queue
  * rules"): each raises 22023 for a value out of its range. */
 void		CheckLeaseArg(const Interval *lease);
