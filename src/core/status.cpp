@@ -12,10 +12,16 @@ namespace wi {
 
 namespace {
 
-/* Copies a NUL-terminated string into a fixed buffer, truncating. */
+/* Copies a NUL-terminated string into a fixed buffer, truncating at a
+ * UTF-8 character boundary (never inside a multibyte character). */
 void CopyTruncated(char *dst, size_t cap, const char *src) noexcept {
   size_t n = std::strlen(src);
-  if (n >= cap) n = cap - 1;
+  if (n >= cap) {
+    n = cap - 1;
+    /* src[n] is the first byte left out: while it continues a character,
+     * that character is cut, so leave it out whole. */
+    while (n > 0 && (static_cast<unsigned char>(src[n]) & 0xC0) == 0x80) --n;
+  }
   std::memcpy(dst, src, n);
   dst[n] = '\0';
 }

@@ -30,7 +30,9 @@ inline constexpr const char kOutOfMemory[] = "53200";
 inline constexpr const char kInternalError[] = "XX000";
 inline constexpr const char kExternalRoutineException[] = "38000";
 
-/* Plain outcome of a core call: ok, or a SQLSTATE and message. */
+/* Plain outcome of a core call: ok, or a SQLSTATE and message. A message
+ * longer than the buffer is cut at a UTF-8 character boundary; src/pg
+ * still validates it in the database encoding before storing it. */
 struct Status {
   bool ok;
   char sqlstate[6];

@@ -5,7 +5,7 @@
  * through. Delivery problems are outcomes; only misuse raises.
  */
 #include "pg/boundary.h"
-#include "pg/event_store.h"
+#include "pg/queue.h"
 #include "pg/verify.h"
 
 extern "C" {
@@ -34,18 +34,19 @@ MakeOutcome(const char *status, int http_status, const char *event_id, const cha
 
 /* Answers with how an attempt went (its status as recorded). */
 static Outcome
-AttemptOutcome(const char *status, const char *event_id, int32 attempts,
+AttemptOutcome(WiEventStatus status, const char *event_id, int32 attempts,
 			   const WiHandlerResult *res)
 {
 	Outcome		o;
 
-	if (strcmp(status, "applied") == 0)
+	if (status == WI_APPLIED)
 	{
 		o = MakeOutcome("applied", 200, event_id, NULL);
 		o.result = res->result;
 	}
 	else
-		o = MakeOutcome(status, strcmp(status, "dead") == 0 ? 202 : 500, event_id, res->error);
+		o = MakeOutcome(EventStatusLabel(status), status == WI_DEAD ? 202 : 500, event_id,
+						res->error);
 	o.attempts = attempts;
 	o.attempts_null = false;
 	return o;
@@ -58,27 +59,32 @@ ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, Time
 {
 	WiCurrentEvent ev;
 	WiHandlerResult res;
-	const char *status;
 
-	ev.id = nextval_internal(EventsSeqRelid(), false);
-	ev.source = src->name;
-	ev.event_id = event_id;
-	ev.payload = payload;
-	ev.body_sha256 = sha;
-	ev.deliveries = 1;
-	ev.attempts = 1;
-	ev.attempts_base = 0;
-	ev.received_at = now;
-	ev.last_error = NULL;
+	/* current_event(): the row as it will be recorded, being processed. */
+	memset(&ev, 0, sizeof(ev));
+	ev.row.id = nextval_internal(EventsSeqRelid(), false);
+	ev.row.source = src->name;
+	ev.row.event_id = event_id;
+	ev.row.status = WI_PROCESSING;
+	ev.row.payload = payload;
+	ev.row.body_sha256 = sha;
+	ev.row.deliveries = 1;
+	ev.row.attempts = 1;
+	ev.row.attempts_base = 0;
+	ev.row.received_at = now;
+	ev.row.applied_null = true;
+	ev.row.lease_null = true;
+	ev.row.next_attempt_null = true;
+	ev.in_worker = false;
 
 	res = RunHandler(src, &ev);
-	if (res.ok)
-		status = "applied";
-	else
-		status = AttemptsExhausted(src, 1, 0) ? "dead" : "failed";
-	InsertEvent(ev.id, src->name, event_id, status, payload, sha, 1, now,
-				res.ok ? res.result : NULL, res.ok ? NULL : res.error, false);
-	return AttemptOutcome(status, event_id, 1, &res);
+	ev.row.status = res.ok ? WI_APPLIED : FailedAttemptStatus(src, 1, 0);
+	ev.row.applied_null = !res.ok;
+	ev.row.applied_at = now;
+	ev.row.result = res.ok ? res.result : NULL;
+	ev.row.last_error = res.ok ? NULL : res.error;
+	InsertEvent(&ev.row);
+	return AttemptOutcome(ev.row.status, event_id, 1, &res);
 }
 
 /* Answers a delivery of an event that already has a row. */
@@ -91,34 +97,36 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 	if (VARSIZE_ANY_EXHDR(row->body_sha256) != VARSIZE_ANY_EXHDR(sha) ||
 		memcmp(VARDATA_ANY(row->body_sha256), VARDATA_ANY(sha), VARSIZE_ANY_EXHDR(sha)) != 0)
 	{
-		BumpDeliveries(row->id);
+		BumpDeliveries(row->id, false);
 		o = MakeOutcome("payload_mismatch", 422, event_id,
 						"this event id was delivered before with a different body; nothing was applied");
 	}
-	else if (strcmp(row->status, "applied") == 0)
+	else if (row->status == WI_APPLIED)
 	{
-		BumpDeliveries(row->id);
+		BumpDeliveries(row->id, false);
 		o = MakeOutcome("duplicate", 200, event_id, NULL);
 		o.result = row->result;
 	}
-	else if (strcmp(row->status, "dead") == 0)
+	else if (row->status == WI_DEAD)
 	{
-		BumpDeliveries(row->id);
+		BumpDeliveries(row->id, false);
 		o = MakeOutcome("dead", 202, event_id,
 						"attempts exhausted; the event waits in webhook_idem.dead_letters");
 	}
 	else if (src->async)
 	{
-		BumpDeliveries(row->id);
+		/* Answered queued, so a worker must take it: a failed event of a
+		 * source that was sync (no retry time) becomes due now. */
+		BumpDeliveries(row->id, true);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 	}
-	else if (strcmp(row->status, "processing") == 0 && (row->lease_null || row->lease_until > now))
+	else if (row->status == WI_PROCESSING && (row->lease_null || row->lease_until > now))
 	{
 		/* A worker holds a live lease on it (a replayed sync event). */
-		BumpDeliveries(row->id);
+		BumpDeliveries(row->id, false);
 		o = MakeOutcome("in_progress", 409, event_id, "a worker is applying this event now");
 	}
-	else if (strcmp(row->status, "processing") == 0 && !locked)
+	else if (row->status == WI_PROCESSING && !locked)
 	{
 		/*
 		 * Its lease ran out: the worker may still finish. Lock the row, so
@@ -138,7 +146,7 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		/* A sync event that failed (or was replayed): the sender's retry
 		 * runs it again at once. */
 		WiHandlerResult res;
-		const char *status = AttemptKnownEvent(src, row, true, &res);
+		WiEventStatus status = AttemptKnownEvent(src, row, true, &res);
 
 		return AttemptOutcome(status, event_id, row->attempts + 1, &res);
 	}
@@ -266,8 +274,21 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 
 	if (src->async)
 	{
-		InsertEvent(nextval_internal(EventsSeqRelid(), false), src->name, event_id, "queued",
-					payload, sha, 0, now, NULL, NULL, true);
+		EventRow	queued;
+
+		memset(&queued, 0, sizeof(queued));
+		queued.id = nextval_internal(EventsSeqRelid(), false);
+		queued.source = src->name;
+		queued.event_id = event_id;
+		queued.status = WI_QUEUED;
+		queued.payload = payload;
+		queued.body_sha256 = sha;
+		queued.deliveries = 1;
+		queued.received_at = now;
+		queued.applied_null = true;
+		queued.lease_null = true;
+		queued.next_attempt_at = now;	/* due at once */
+		InsertEvent(&queued);
 		if (wi_notify)
 			Async_Notify("webhook_idem", src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
@@ -347,7 +368,7 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	nulls[3] = o.attempts_null;
 	values[4] = o.result ? JsonbPGetDatum(o.result) : (Datum) 0;
 	nulls[4] = o.result == NULL;
-	values[5] = o.detail ? CStringGetTextDatum(o.detail) : (Datum) 0;
+	values[5] = o.detail ? CStringGetTextDatum(StorableText(o.detail, WI_MAX_ERROR_BYTES)) : (Datum) 0;
 	nulls[5] = o.detail == NULL;
 	tuple = heap_form_tuple(desc, values, nulls);
 	SPI_finish();

@@ -3,6 +3,8 @@
  */
 #include "pg/boundary.h"
 
+#include "pg/event_row.h"
+
 void
 ReportCoreFailure(const wi::Status &st)
 {
@@ -11,6 +13,8 @@ ReportCoreFailure(const wi::Status &st)
 
 	if (strlen(s) == 5)
 		code = MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4]);
-	ereport(ERROR, (errcode(code), errmsg("%s", st.message)));
+	/* The message may quote input: make it valid in the database encoding
+	 * (a handler's caught error is stored in last_error). */
+	ereport(ERROR, (errcode(code), errmsg("%s", StorableText(st.message, WI_MAX_ERROR_BYTES))));
 	pg_unreachable();
 }

@@ -11,6 +11,8 @@ static SPIPlanPtr insert_plan = NULL;
 static SPIPlanPtr bump_plan = NULL;
 static SPIPlanPtr attempt_plan = NULL;
 static SPIPlanPtr busy_bump_plan = NULL;
+static SPIPlanPtr lease_plan = NULL;
+static SPIPlanPtr extend_plan = NULL;
 
 SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
@@ -27,31 +29,28 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 	return *slot;
 }
 
-/* The columns every event read returns: EventColumn's order, then xmin. */
-#define EVENT_COLUMNS \
-	"id, source, event_id, status, payload, body_sha256, deliveries, attempts," \
-	" attempts_base, received_at, applied_at, lease_until, next_attempt_at, result," \
-	" last_error, xmin"
-
-void
-EventRowFromColumns(EventRow *row, const Datum *v, const bool *n)
+/* The SELECT list of every event read: the model's columns, then xmin. */
+static const char *
+EventReadList(void)
 {
-	row->id = DatumGetInt64(v[COL_ID]);
-	row->source = TextDatumGetCString(v[COL_SOURCE]);
-	row->event_id = TextDatumGetCString(v[COL_EVENT_ID]);
-	row->status = DatumGetCString(DirectFunctionCall1(enum_out, v[COL_STATUS]));
-	row->payload = n[COL_PAYLOAD] ? NULL : DatumGetJsonbP(v[COL_PAYLOAD]);
-	row->body_sha256 = DatumGetByteaPP(v[COL_BODY_SHA256]);
-	row->deliveries = DatumGetInt32(v[COL_DELIVERIES]);
-	row->attempts = DatumGetInt32(v[COL_ATTEMPTS]);
-	row->attempts_base = DatumGetInt32(v[COL_ATTEMPTS_BASE]);
-	row->received_at = DatumGetTimestampTz(v[COL_RECEIVED_AT]);
-	row->lease_null = n[COL_LEASE_UNTIL];
-	row->lease_until = row->lease_null ? 0 : DatumGetTimestampTz(v[COL_LEASE_UNTIL]);
-	row->next_attempt_null = n[COL_NEXT_ATTEMPT_AT];
-	row->next_attempt_at = row->next_attempt_null ? 0 : DatumGetTimestampTz(v[COL_NEXT_ATTEMPT_AT]);
-	row->result = n[COL_RESULT] ? NULL : DatumGetJsonbP(v[COL_RESULT]);
-	row->last_error = n[COL_LAST_ERROR] ? NULL : TextDatumGetCString(v[COL_LAST_ERROR]);
+	static char *list = NULL;
+
+	if (list == NULL)
+		list = MemoryContextStrdup(TopMemoryContext,
+								   psprintf("%s, xmin", EventColumnList()));
+	return list;
+}
+
+/* SQL text "SELECT <columns> FROM webhook_idem.events <rest>", built once
+ * per call site into *slot. */
+static const char *
+EventSelect(char **slot, const char *rest)
+{
+	if (*slot == NULL)
+		*slot = MemoryContextStrdup(TopMemoryContext,
+									psprintf("SELECT %s FROM webhook_idem.events %s",
+											 EventReadList(), rest));
+	return *slot;
 }
 
 /* Fills *row from the first row of the last SPI result. */
@@ -62,7 +61,7 @@ ReadEventRow(EventRow *row)
 	bool		nulls[N_EVENT_COLUMNS + 1];
 
 	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
-	EventRowFromColumns(row, values, nulls);
+	EventRowFromValues(row, values, nulls);
 	row->xmin = DatumGetTransactionId(values[N_EVENT_COLUMNS]);
 }
 
@@ -70,10 +69,10 @@ bool
 LookupEvent(const char *source, const char *event_id, EventRow *row)
 {
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	static char *sql = NULL;
 	SPIPlanPtr	plan = KeepPlan(&lookup_plan,
-								"SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
-								" WHERE source OPERATOR(pg_catalog.=) $1"
-								" AND event_id OPERATOR(pg_catalog.=) $2",
+								EventSelect(&sql, "WHERE source OPERATOR(pg_catalog.=) $1"
+											" AND event_id OPERATOR(pg_catalog.=) $2"),
 								2, argtypes);
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
 	int			rc;
@@ -130,14 +129,14 @@ bool
 LockEventRow(int64 id, bool skip_locked, EventRow *row)
 {
 	static const Oid argtypes[1] = {INT8OID};
+	static char *skip_sql = NULL;
+	static char *wait_sql = NULL;
 	SPIPlanPtr	plan = skip_locked
 		? KeepPlan(&lock_skip_plan,
-				   "SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
-				   " WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+				   EventSelect(&skip_sql, "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED"),
 				   1, argtypes)
 		: KeepPlan(&lock_plan,
-				   "SELECT " EVENT_COLUMNS " FROM webhook_idem.events"
-				   " WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+				   EventSelect(&wait_sql, "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"),
 				   1, argtypes);
 	Datum		arg = Int64GetDatum(id);
 	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
@@ -151,62 +150,60 @@ LockEventRow(int64 id, bool skip_locked, EventRow *row)
 }
 
 void
-InsertEvent(int64 id, const char *source, const char *event_id, const char *status,
-			Jsonb *payload, bytea *sha, int32 attempts, TimestampTz received_at,
-			Jsonb *result, const char *last_error, bool due_now)
+InsertEvent(const EventRow *row)
 {
-	static const Oid argtypes[12] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BYTEAOID,
-	INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, TEXTOID};
-	SPIPlanPtr	plan = KeepPlan(&insert_plan,
-								"INSERT INTO webhook_idem.events (id, source, event_id, status, payload,"
-								" body_sha256, deliveries, attempts, received_at, applied_at,"
-								" next_attempt_at, result, last_error)"
-								" VALUES ($1, $2, $3, $4::webhook_idem.event_status, $5, $6, 1, $7, $8, $9,"
-								"         $10, $11, $12)",
-								12, argtypes);
-	Datum		values[12];
-	char		nulls[12];
-	bool		applied = strcmp(status, "applied") == 0;
+	Datum		values[N_EVENT_COLUMNS];
+	bool		isnull[N_EVENT_COLUMNS];
+	char		nulls[N_EVENT_COLUMNS];
+	EventRow	stored = *row;
 	int			rc;
 
-	if (InsertEventDirect(id, source, event_id, status, payload, sha, attempts, received_at,
-						  result, last_error, due_now))
+	if (stored.last_error != NULL)
+		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
+	if (InsertEventDirect(&stored))
 		return;
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(source);
-	values[2] = CStringGetTextDatum(event_id);
-	values[3] = CStringGetTextDatum(status);
-	values[4] = payload ? JsonbPGetDatum(payload) : (Datum) 0;
-	nulls[4] = payload ? ' ' : 'n';
-	values[5] = PointerGetDatum(sha);
-	values[6] = Int32GetDatum(attempts);
-	values[7] = TimestampTzGetDatum(received_at);
-	values[8] = TimestampTzGetDatum(received_at);
-	nulls[8] = applied ? ' ' : 'n';
-	values[9] = TimestampTzGetDatum(received_at);
-	nulls[9] = due_now ? ' ' : 'n';
-	values[10] = result ? JsonbPGetDatum(result) : (Datum) 0;
-	nulls[10] = result ? ' ' : 'n';
-	values[11] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
-	nulls[11] = last_error ? ' ' : 'n';
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	if (insert_plan == NULL)
+	{
+		/* INSERT INTO events (<model columns>) VALUES ($1, ..., $n), with
+		 * the status passed as its label. */
+		Oid			argtypes[N_EVENT_COLUMNS];
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "INSERT INTO webhook_idem.events (%s) VALUES (", EventColumnList());
+		for (int c = 0; c < N_EVENT_COLUMNS; c++)
+			appendStringInfo(&buf, "%s$%d%s", c > 0 ? ", " : "", c + 1,
+							 c == COL_STATUS ? "::webhook_idem.event_status" : "");
+		appendStringInfoChar(&buf, ')');
+		for (int c = 0; c < N_EVENT_COLUMNS; c++)
+			argtypes[c] = EventColumnType(c);
+		argtypes[COL_STATUS] = TEXTOID;
+		(void) KeepPlan(&insert_plan, buf.data, N_EVENT_COLUMNS, argtypes);
+		pfree(buf.data);
+	}
+	EventRowToValues(&stored, values, isnull);
+	values[COL_STATUS] = CStringGetTextDatum(EventStatusLabel(stored.status));
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		nulls[c] = isnull[c] ? 'n' : ' ';
+	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
 }
 
 void
-BumpDeliveries(int64 id)
+BumpDeliveries(int64 id, bool make_due)
 {
-	static const Oid argtypes[1] = {INT8OID};
+	static const Oid argtypes[2] = {INT8OID, BOOLOID};
 	SPIPlanPtr	plan = KeepPlan(&bump_plan,
 								"UPDATE webhook_idem.events"
-								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1"
+								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+								"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
+								"       THEN pg_catalog.now() ELSE next_attempt_at END"
 								" WHERE id OPERATOR(pg_catalog.=) $1",
-								1, argtypes);
-	Datum		arg = Int64GetDatum(id);
-	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 0);
+								2, argtypes);
+	Datum		args[2] = {Int64GetDatum(id), BoolGetDatum(make_due)};
+	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
@@ -238,11 +235,15 @@ CountBusyDelivery(const char *source, const char *event_id)
 }
 
 void
-RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
-			  const char *last_error, bool delivery, const Interval *backoff)
+RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+			  const char *last_error, bool delivery, const Interval *backoff,
+			  const Interval *retry_in)
 {
-	static const Oid argtypes[7] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-	INTERVALOID};
+	static const Oid argtypes[8] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+	INTERVALOID, INTERVALOID};
+	/* The retry rule (queue.h): retry_in if given, else the backoff rule of
+	 * webhook_idem._retry_delay for the failures counted since the last
+	 * replay. */
 	SPIPlanPtr	plan = KeepPlan(&attempt_plan,
 								"UPDATE webhook_idem.events"
 								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
@@ -252,26 +253,72 @@ RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
 								"                       THEN pg_catalog.clock_timestamp() END,"
 								"     lease_until = NULL,"
 								"     next_attempt_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
-								"                             AND $7 IS NOT NULL"
+								"                             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-								"            webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base) END"
+								"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
 								" WHERE id OPERATOR(pg_catalog.=) $1",
-								7, argtypes);
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+								8, argtypes);
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
 	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(status);
+	values[1] = CStringGetTextDatum(EventStatusLabel(status));
 	values[2] = Int32GetDatum(attempts);
 	values[3] = result ? JsonbPGetDatum(result) : (Datum) 0;
 	nulls[3] = result ? ' ' : 'n';
-	values[4] = last_error ? CStringGetTextDatum(last_error) : (Datum) 0;
+	values[4] = last_error ? CStringGetTextDatum(StorableText(last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
 	nulls[4] = last_error ? ' ' : 'n';
 	values[5] = Int32GetDatum(delivery ? 1 : 0);
 	values[6] = backoff ? IntervalPGetDatum(backoff) : (Datum) 0;
 	nulls[6] = backoff ? ' ' : 'n';
+	values[7] = retry_in ? IntervalPGetDatum(retry_in) : (Datum) 0;
+	nulls[7] = retry_in ? ' ' : 'n';
 	rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+}
+
+void
+LeaseEvent(int64 id, const Interval *lease, EventRow *row)
+{
+	static const Oid argtypes[2] = {INT8OID, INTERVALOID};
+	static char *sql = NULL;
+	SPIPlanPtr	plan;
+	Datum		args[2] = {Int64GetDatum(id), IntervalPGetDatum(lease)};
+	int			rc;
+
+	if (sql == NULL)
+		sql = MemoryContextStrdup(TopMemoryContext,
+								  psprintf("UPDATE webhook_idem.events"
+										   " SET status = 'processing'::webhook_idem.event_status,"
+										   "     attempts = attempts OPERATOR(pg_catalog.+) 1,"
+										   "     lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) $2,"
+										   "     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
+										   " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
+										   EventReadList()));
+	plan = KeepPlan(&lease_plan, sql, 2, argtypes);
+	rc = SPI_execute_plan(plan, args, NULL, false, 1);
+	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
+		elog(ERROR, "leasing event failed: %s", SPI_result_code_string(rc));
+	ReadEventRow(row);
+}
+
+bool
+ExtendLease(int64 id, int32 attempt, const Interval *lease)
+{
+	static const Oid argtypes[3] = {INT8OID, INT4OID, INTERVALOID};
+	SPIPlanPtr	plan = KeepPlan(&extend_plan,
+								"UPDATE webhook_idem.events"
+								" SET lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+								"     next_attempt_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+								" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
+								"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status",
+								3, argtypes);
+	Datum		args[3] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease)};
+	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "extending lease failed: %s", SPI_result_code_string(rc));
+	return SPI_processed > 0;
 }

@@ -7,54 +7,6 @@
 
 #include "pg/webhook_idem.h"
 
-/* The stored state of an event. */
-typedef struct EventRow
-{
-	int64		id;
-	char	   *source;
-	char	   *event_id;
-	char	   *status;
-	Jsonb	   *payload;
-	bytea	   *body_sha256;
-	int32		attempts;
-	int32		attempts_base;
-	int32		deliveries;
-	Jsonb	   *result;
-	TimestampTz received_at;
-	char	   *last_error;
-	TimestampTz lease_until;
-	bool		lease_null;
-	TimestampTz next_attempt_at;
-	bool		next_attempt_null;
-	TransactionId xmin;
-} EventRow;
-
-/* The columns of webhook_idem.events, in one fixed order: EVENT_COLUMNS
- * lists them so, and the direct path maps them to attribute numbers by
- * name. */
-typedef enum EventColumn
-{
-	COL_ID,
-	COL_SOURCE,
-	COL_EVENT_ID,
-	COL_STATUS,
-	COL_PAYLOAD,
-	COL_BODY_SHA256,
-	COL_DELIVERIES,
-	COL_ATTEMPTS,
-	COL_ATTEMPTS_BASE,
-	COL_RECEIVED_AT,
-	COL_APPLIED_AT,
-	COL_LEASE_UNTIL,
-	COL_NEXT_ATTEMPT_AT,
-	COL_RESULT,
-	COL_LAST_ERROR,
-	N_EVENT_COLUMNS
-} EventColumn;
-
-/* Fills *row (all but xmin) from one row's columns in EventColumn order. */
-void		EventRowFromColumns(EventRow *row, const Datum *values, const bool *nulls);
-
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 
@@ -71,49 +23,39 @@ int			LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 
 /* InsertEvent without SPI; false (nothing done) if the table is not as the
  * extension made it (use InsertEvent). */
-bool		InsertEventDirect(int64 id, const char *source, const char *event_id,
-							  const char *status, Jsonb *payload, bytea *sha, int32 attempts,
-							  TimestampTz received_at, Jsonb *result, const char *last_error,
-							  bool due_now);
+bool		InsertEventDirect(const EventRow *row);
 
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);
 
-/* Inserts an event's first record (one delivery). due_now makes it due for
- * workers at once (next_attempt_at = received_at). */
-void		InsertEvent(int64 id, const char *source, const char *event_id, const char *status,
-						Jsonb *payload, bytea *sha, int32 attempts, TimestampTz received_at,
-						Jsonb *result, const char *last_error, bool due_now);
+/* Inserts an event's first record: every column of *row (last_error made
+ * storable). */
+void		InsertEvent(const EventRow *row);
 
-/* Counts one more verified delivery of a known event. */
-void		BumpDeliveries(int64 id);
+/* Counts one more verified delivery of a known event; with make_due, also
+ * makes it due for workers now if it was not (a failed event of a source
+ * that became async). */
+void		BumpDeliveries(int64 id, bool make_due);
 
 /* Counts a delivery that found the event claimed by another transaction,
  * without waiting: only if its row is visible and not locked. Returns its
  * attempts, or -1 if there was no such row to count on. */
 int32		CountBusyDelivery(const char *source, const char *event_id);
 
-/* Records the end of an attempt: status "applied", "failed" or "dead", with
- * the handler's result or error. With delivery, the attempt came with a
- * delivery (counted). With backoff, a failure is retried by workers after
- * the source's backoff doubled per failure, with jitter, capped at an hour;
- * without, no worker takes it (a sync sender retries). */
-void		RecordAttempt(int64 id, const char *status, int32 attempts, Jsonb *result,
-						  const char *last_error, bool delivery, const Interval *backoff);
+/* Records the end of an attempt: status applied, failed or dead, with the
+ * handler's result or error (made storable). With delivery, the attempt
+ * came with a delivery (counted). A failure is due again after retry_in,
+ * else after the source's backoff (queue.h's retry rule), else (both NULL:
+ * a sync delivery's failure, retried by its sender) never for workers. */
+void		RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+						  const char *last_error, bool delivery, const Interval *backoff,
+						  const Interval *retry_in);
 
-/* True once an event has used up its source's budget of attempts (counted
- * from its last replay). */
-static inline bool
-AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
-{
-	return attempts - attempts_base >= src->max_attempts;
-}
+/* Leases a due event for lease (status processing, one more attempt);
+ * *row receives it as leased. */
+void		LeaseEvent(int64 id, const Interval *lease, EventRow *row);
 
-/* Runs the handler for the next attempt of a known event and records how
- * it went: "applied", "failed" or "dead". With delivery, the attempt came
- * with a delivery (counted; a failure waits for the sender's retry);
- * otherwise a worker made it (a failure is retried after the backoff).
- * *res receives the handler's result. */
-const char *AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
-							  WiHandlerResult *res);
+/* Renews the lease of a processing event; false if (id, attempt) is not
+ * its current claim. */
+bool		ExtendLease(int64 id, int32 attempt, const Interval *lease);

@@ -109,7 +109,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		Datum		value;
 
 		/* Busy for LockEvent while it runs: re-entry gets in_progress. */
-		applied_depth = PushAppliedEvent(event->source, event->event_id);
+		applied_depth = PushAppliedEvent(event->row.source, event->row.event_id);
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
 		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 		save_nestlevel = NewGUCNestLevel();
@@ -118,9 +118,11 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		current_event = event;
 
 		InitFunctionCallInfoData(*fcinfo, &src->handler_fn, 1, InvalidOid, NULL, NULL);
-		fcinfo->args[0].value = JsonbPGetDatum(event->payload);
+		fcinfo->args[0].value = JsonbPGetDatum(event->row.payload);
 		fcinfo->args[0].isnull = false;
+		StartHandlerTimer();
 		value = FunctionCallInvoke(fcinfo);
+		(void) StopHandlerTimer();
 		if (!fcinfo->isnull && src->handler_returns_jsonb)
 		{
 			MemoryContextSwitchTo(cxt);
@@ -140,6 +142,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		timed_out = StopHandlerTimer();
+		char	   *message = NULL;
 
 		current_event = outer_event;
 		if (applied_depth >= 0)
@@ -151,17 +155,12 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		/*
-		 * Like PL/pgSQL's WHEN OTHERS, a cancel is not the handler's failure;
-		 * nor is a serialization failure or deadlock (class 40): those are
-		 * the transaction's to retry, and must not use up an attempt.
-		 */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK)
+		/* A cancel not caused by handler_timeout, and in a delivery a
+		 * class-40 error, are not the handler's failure: re-raised. */
+		if (!HandlerErrorIsFailure(edata, event->in_worker, timed_out, &message))
 			ReThrowError(edata);
 		ok = false;
-		error = psprintf("%s (SQLSTATE %s)", edata->message,
-								unpack_sql_state(edata->sqlerrcode));
+		error = message;
 	}
 	PG_END_TRY();
 	result.ok = ok;
@@ -170,82 +169,17 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	return result;
 }
 
-const char *
-AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerResult *res)
-{
-	WiCurrentEvent ev;
-	int32		attempts = row->attempts + 1;
-	const char *status;
-
-	ev.id = row->id;
-	ev.source = src->name;
-	ev.event_id = row->event_id;
-	ev.payload = row->payload;
-	ev.body_sha256 = row->body_sha256;
-	ev.deliveries = row->deliveries + (delivery ? 1 : 0);
-	ev.attempts = attempts;
-	ev.attempts_base = row->attempts_base;
-	ev.received_at = row->received_at;
-	ev.last_error = row->last_error;
-
-	*res = RunHandler(src, &ev);
-	if (res->ok)
-		status = "applied";
-	else
-		status = AttemptsExhausted(src, attempts, row->attempts_base) ? "dead" : "failed";
-	RecordAttempt(row->id, status, attempts, res->ok ? res->result : NULL,
-				  res->ok ? NULL : res->error, delivery,
-				  delivery || strcmp(status, "failed") != 0 ? NULL : &src->backoff);
-	return status;
-}
-
-/* Sets column name of a events row (if it has one) to value. */
-static void
-SetColumn(TupleDesc desc, Datum *values, bool *nulls, const char *name, Datum value, bool isnull)
-{
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-		{
-			values[i] = value;
-			nulls[i] = isnull;
-			return;
-		}
-	}
-}
-
 /* webhook_idem.current_event() RETURNS webhook_idem.events */
 extern "C" Datum
 webhook_idem_current_event(PG_FUNCTION_ARGS)
 {
 	const WiCurrentEvent *ev = current_event;
 	TupleDesc	desc;
-	Datum	   *values;
-	bool	   *nulls;
 
 	if (ev == NULL)
 		PG_RETURN_NULL();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "current_event() must return a composite type");
 	desc = BlessTupleDesc(desc);
-	values = (Datum *) palloc0(sizeof(Datum) * desc->natts);
-	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
-	memset(nulls, true, sizeof(bool) * desc->natts);
-
-	SetColumn(desc, values, nulls, "id", Int64GetDatum(ev->id), false);
-	SetColumn(desc, values, nulls, "source", CStringGetTextDatum(ev->source), false);
-	SetColumn(desc, values, nulls, "event_id", CStringGetTextDatum(ev->event_id), false);
-	SetColumn(desc, values, nulls, "status", CStringGetTextDatum("processing"), false);
-	SetColumn(desc, values, nulls, "payload", JsonbPGetDatum(ev->payload), ev->payload == NULL);
-	SetColumn(desc, values, nulls, "body_sha256", PointerGetDatum(ev->body_sha256), false);
-	SetColumn(desc, values, nulls, "deliveries", Int32GetDatum(ev->deliveries), false);
-	SetColumn(desc, values, nulls, "attempts", Int32GetDatum(ev->attempts), false);
-	SetColumn(desc, values, nulls, "attempts_base", Int32GetDatum(ev->attempts_base), false);
-	SetColumn(desc, values, nulls, "received_at", TimestampTzGetDatum(ev->received_at), false);
-	SetColumn(desc, values, nulls, "last_error",
-			  ev->last_error ? CStringGetTextDatum(ev->last_error) : (Datum) 0,
-			  ev->last_error == NULL);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_DATUM(HeapTupleGetDatum(EventRowToTuple(&ev->row, desc, NULL)));
 }

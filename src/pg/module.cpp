@@ -12,6 +12,7 @@ void		_PG_init(void);
 int			wi_max_body_bytes = 1024 * 1024;
 int			wi_max_event_id_bytes = 512;
 bool		wi_notify = true;
+int			wi_handler_timeout = 0;
 
 /* Defines the webhook_idem.* settings and reserves the prefix. */
 void
@@ -48,6 +49,19 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("webhook_idem.handler_timeout",
+							"Longest a handler may run; past it the attempt fails (0: no limit).",
+							"A handler cancelled by this timer has failed its attempt: in workers it is "
+							"retried with backoff and dead after max_attempts, in a sync delivery it "
+							"is answered failed (500).",
+							&wi_handler_timeout,
+							0,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("webhook_idem");
 }

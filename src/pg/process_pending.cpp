@@ -4,7 +4,7 @@
  * handler, each under the event's claim lock and in its own subtransaction,
  * so one poisoned event never blocks or rolls back the others.
  */
-#include "pg/event_store.h"
+#include "pg/queue.h"
 
 extern "C" {
 #include "storage/proc.h"
@@ -14,48 +14,12 @@ extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
 }
 
-static SPIPlanPtr due_plan = NULL;
-
-/* The oldest due event that no one else holds and that is not in skip
- * (row-locked for us), or 0 if there is none. */
-static int64
-NextDue(text *source, int64 *skip, int n_skip)
-{
-	static const Oid argtypes[2] = {TEXTOID, INT8ARRAYOID};
-	SPIPlanPtr	plan = KeepPlan(&due_plan,
-								"SELECT id FROM webhook_idem.events"
-								" WHERE status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}')"
-								"   AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
-								"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-								" ORDER BY next_attempt_at LIMIT 1"
-								" FOR UPDATE SKIP LOCKED",
-								2, argtypes);
-	Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (n_skip + 1));
-	Datum		args[2];
-	char		nulls[2] = {source ? ' ' : 'n', ' '};
-	bool		isnull;
-	int			rc;
-
-	for (int i = 0; i < n_skip; i++)
-		elems[i] = Int64GetDatum(skip[i]);
-	args[0] = PointerGetDatum(source);
-	args[1] = PointerGetDatum(construct_array(elems, n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
-											  TYPALIGN_DOUBLE));
-	rc = SPI_execute_plan(plan, args, nulls, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return 0;
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-}
-
 /*
  * Claims and applies one event; false if it was not ours to take (busy, no
- * longer due, or its source is gone). Like every writer, it takes the
- * event's claim lock before its row lock, and never waits for either: a
- * worker skips what a delivery or another worker holds. Each claim lock is
- * held until the transaction ends (one per event applied).
+ * longer due, or its source is gone). The claim lock is held until the
+ * transaction ends (one per event applied). A handler that fails, runs past
+ * webhook_idem.handler_timeout or raises a class-40 error has failed this
+ * attempt (RunHandler), and the batch goes on.
  */
 static bool
 ProcessOne(int64 id)
@@ -63,33 +27,12 @@ ProcessOne(int64 id)
 	WiSource   *src;
 	EventRow	row;
 	WiHandlerResult res;
-	TimestampTz now = GetCurrentTimestamp();
 
-	if (!LockEventRow(id, true, &row))
+	if (!TakeDueEvent(id, &row, &src))
 		return false;
-	src = LookupSource(row.source);
-	if (src == NULL)
-		return false;
-	if (!LockEvent(row.source, row.event_id, false))
-		return false;
-	/* Read again under the claim: a delivery may have applied it since. */
-	if (!LockEventRow(id, true, &row))
-		return false;
-	/* Still due? (Someone may have applied it, or it failed and now waits
-	 * for its retry time, or a worker holds a live lease on it.) */
-	if (strcmp(row.status, "queued") != 0 && strcmp(row.status, "failed") != 0 &&
-		strcmp(row.status, "processing") != 0)
-		return false;
-	if (row.next_attempt_null || row.next_attempt_at > now)
-		return false;
-
-	if (strcmp(row.status, "processing") == 0 &&
-		AttemptsExhausted(src, row.attempts, row.attempts_base))
+	if (LeaseExpiredOnLastAttempt(src, &row))
 	{
-		RecordAttempt(row.id, "dead", row.attempts, NULL,
-					  psprintf("%s%slease expired on the last attempt",
-							   row.last_error ? row.last_error : "", row.last_error ? "; " : ""),
-					  false, NULL);
+		BuryExpiredLease(&row);
 		return true;
 	}
 	/* A handler may not run in this session now (another role's temporary

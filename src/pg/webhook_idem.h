@@ -9,6 +9,7 @@
 #include "pg/postgres_includes.h"
 
 #include "core/api.h"
+#include "pg/event_row.h"
 
 /* The most events one process_pending or claim_next call takes: each holds
  * a lock until its transaction ends. */
@@ -18,6 +19,7 @@
 extern int	wi_max_body_bytes;
 extern int	wi_max_event_id_bytes;
 extern bool wi_notify;
+extern int	wi_handler_timeout;	/* ms, 0 = none */
 
 /* Converts a PostgreSQL timestamp to microseconds since the Unix epoch. */
 int64		TimestampToUnixMicros(TimestampTz ts);
@@ -176,19 +178,12 @@ bool		SessionMayRunHandler(Oid handler_owner);
 
 /* --- handler.cpp ---------------------------------------------------- */
 
-/* The event a handler is being run for (what current_event() returns). */
+/* The event a handler is being run for (current_event() returns row), and
+ * whether a worker runs it (process_pending) rather than a delivery. */
 typedef struct WiCurrentEvent
 {
-	int64		id;
-	const char *source;
-	const char *event_id;
-	Jsonb	   *payload;
-	bytea	   *body_sha256;
-	int32		deliveries;
-	int32		attempts;
-	int32		attempts_base;
-	TimestampTz received_at;
-	const char *last_error;
+	EventRow	row;
+	bool		in_worker;
 } WiCurrentEvent;
 
 /* The outcome of one handler run. */
@@ -201,6 +196,24 @@ typedef struct WiHandlerResult
 
 /* Runs the source's handler on payload in a subtransaction, as the role
  * that registered the source and under its search_path. Errors are caught,
- * their effects rolled back, and returned in the result, except query
- * cancellation, which is re-raised. */
+ * their effects rolled back, and returned in the result, except those
+ * HandlerErrorIsFailure says are not the handler's, which are re-raised. */
 WiHandlerResult RunHandler(WiSource *src, const WiCurrentEvent *event);
+
+/* --- handler_timeout.cpp -------------------------------------------- */
+
+/* Starts webhook_idem.handler_timeout's timer for one handler run (none
+ * if the setting is 0). */
+void		StartHandlerTimer(void);
+
+/* Stops the timer; true if it fired (its cancel is then consumed). */
+bool		StopHandlerTimer(void);
+
+/* Whether an error caught from a handler is the handler's failure (true:
+ * record a failed attempt) or must be re-raised: a cancel not caused by
+ * our timer always is re-raised; a class-40 error (serialization failure,
+ * deadlock) is the handler's failure in a worker, the transaction's to
+ * retry in a delivery. timed_out is StopHandlerTimer's answer; *message
+ * receives the failure's text when true. */
+bool		HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out,
+								  char **message);

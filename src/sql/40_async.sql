@@ -3,7 +3,10 @@
 -- An event is due for workers when status is queued, failed or processing
 -- and next_attempt_at has come: for queued events that is when they were
 -- received, for failed ones the retry time, for processing ones the end of
--- their lease. Sync deliveries never set it, so workers leave them alone.
+-- their lease. Sync deliveries never set it, so workers leave them alone
+-- (until the source becomes async: see _source_became_async below). The
+-- rules themselves (due, exhausted, lease expired on the last attempt) are
+-- written once, in src/pg/queue.h, for every worker function.
 
 -- The wait before retry number n: backoff doubled per failure, capped at an
 -- hour, then scaled by a random factor in [0.5, 1) so retries spread out.
@@ -26,115 +29,43 @@ CREATE FUNCTION webhook_idem._try_claim(source text, event_id text)
   LANGUAGE c VOLATILE STRICT
   AS 'MODULE_PATHNAME', 'webhook_idem_try_claim';
 
+-- claim_next, complete, fail and extend are C functions (src/pg/queue.cpp)
+-- sharing process_pending's code: one definition of "due", "exhausted",
+-- "lease expired on the last attempt" and the retry rule for every worker.
+-- Bounds (22023 otherwise): lease in (0, 1 day], retry_in in [0, 30 days],
+-- batch >= 0 (at most 1000 a call).
 CREATE FUNCTION webhook_idem.claim_next(
   source text DEFAULT NULL,
   lease  interval DEFAULT '30 seconds',
   batch  integer DEFAULT 1)
-RETURNS SETOF webhook_idem.events
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-  r record;
-  claimed integer := 0;
-  busy bigint[] := '{}';
-BEGIN
-  IF claim_next.lease IS NULL OR claim_next.lease <= interval '0' THEN
-    RAISE EXCEPTION 'lease must be positive' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  -- Oldest due first, one row at a time so that no row is locked that is
-  -- not claimed. Rows another worker holds are skipped, and so are events
-  -- whose delivery is being applied right now (their claim lock is taken):
-  -- a worker never waits.
-  -- At most 1000 a call (each claim holds a lock until commit; the lock
-  -- table is finite): workers loop until nothing is returned.
-  WHILE claimed < LEAST(coalesce(claim_next.batch, 1), 1000) LOOP
-    SELECT e.id, e.source, e.event_id,
-           e.status = 'processing' AND e.attempts - e.attempts_base >= s.max_attempts AS exhausted
-      INTO r
-      FROM webhook_idem.events e
-      JOIN webhook_idem.sources s ON s.source = e.source
-     WHERE e.status IN ('queued', 'processing', 'failed')
-       AND e.next_attempt_at <= now()
-       AND (claim_next.source IS NULL OR e.source = claim_next.source)
-       AND e.id <> ALL (busy)
-     ORDER BY e.next_attempt_at
-     LIMIT 1
-       FOR UPDATE OF e SKIP LOCKED;
-    EXIT WHEN NOT FOUND;
-    IF NOT webhook_idem._try_claim(r.source, r.event_id) THEN
-      busy := busy || r.id;
-      CONTINUE;
-    END IF;
-    IF r.exhausted THEN
-      -- A lease that ran out on the last allowed attempt: the worker died
-      -- (or hung) on it as many times as the source allows.
-      UPDATE webhook_idem.events e
-         SET status = 'dead'::webhook_idem.event_status, lease_until = NULL, next_attempt_at = NULL,
-             last_error = coalesce(e.last_error || '; ', '') || 'lease expired on the last attempt'
-       WHERE e.id = r.id;
-      CONTINUE;
-    END IF;
-    RETURN QUERY
-      UPDATE webhook_idem.events e
-         SET status = 'processing'::webhook_idem.event_status, attempts = e.attempts + 1,
-             lease_until = now() + claim_next.lease, next_attempt_at = now() + claim_next.lease
-       WHERE e.id = r.id
-      RETURNING e.*;
-    claimed := claimed + 1;
-  END LOOP;
-END
-$$;
+  RETURNS SETOF webhook_idem.events
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_claim_next';
 COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
   IS 'Leases up to batch due events (FOR UPDATE SKIP LOCKED); (id, attempts) is the fencing token';
 
 CREATE FUNCTION webhook_idem.complete(id bigint, attempt integer, result jsonb DEFAULT NULL)
-RETURNS boolean
-LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-  WITH done AS (
-    UPDATE webhook_idem.events e
-       SET status = 'applied'::webhook_idem.event_status, applied_at = clock_timestamp(), result = $3,
-           last_error = NULL, lease_until = NULL, next_attempt_at = NULL
-     WHERE e.id = $1 AND e.attempts = $2 AND e.status = 'processing'
-    RETURNING 1)
-  SELECT EXISTS (SELECT FROM done)
-$$;
+  RETURNS boolean
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_complete';
 COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
   IS 'Marks a claimed event applied; false if the claim (id, attempt) is no longer the current one';
 
 CREATE FUNCTION webhook_idem.fail(id bigint, attempt integer, error text, retry_in interval DEFAULT NULL)
-RETURNS text
-LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-  WITH failed AS (
-    UPDATE webhook_idem.events e
-       SET status = CASE WHEN e.attempts - e.attempts_base >= s.max_attempts
-                         THEN 'dead'::webhook_idem.event_status ELSE 'failed'::webhook_idem.event_status END,
-           last_error = $3,
-           lease_until = NULL,
-           next_attempt_at = CASE WHEN e.attempts - e.attempts_base >= s.max_attempts THEN NULL
-                                  ELSE clock_timestamp()
-                                       + coalesce($4, webhook_idem._retry_delay(s.backoff, e.attempts - e.attempts_base))
-                             END
-      FROM webhook_idem.sources s
-     WHERE e.id = $1 AND e.attempts = $2 AND e.status = 'processing' AND s.source = e.source
-    RETURNING e.status)
-  SELECT CASE status WHEN 'dead' THEN 'dead' ELSE 'retrying' END FROM failed
-$$;
+  RETURNS text
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_fail';
 COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
   IS 'Records a failed attempt: ''retrying'' (with backoff) or ''dead''; NULL if fenced off';
 
 CREATE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease interval DEFAULT '30 seconds')
-RETURNS boolean
-LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-  WITH extended AS (
-    UPDATE webhook_idem.events e
-       SET lease_until = clock_timestamp() + $3, next_attempt_at = clock_timestamp() + $3
-     WHERE e.id = $1 AND e.attempts = $2 AND e.status = 'processing' AND $3 > interval '0'
-    RETURNING 1)
-  SELECT EXISTS (SELECT FROM extended)
-$$;
+  RETURNS boolean
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_extend';
 COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)
   IS 'Renews the lease of a claimed event (a heartbeat); false if the claim is no longer current';
 
@@ -177,6 +108,14 @@ DECLARE
   total bigint := 0;
   n bigint;
 BEGIN
+  IF purge.older_than < interval '0' THEN
+    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF purge.max_rows < 0 THEN
+    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   -- Oldest first by id, in batches; rows that someone holds are skipped,
   -- so deliveries are never waited for.
   LOOP
@@ -198,3 +137,27 @@ END
 $$;
 COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
   IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';
+
+-- A source that becomes async (register_source, or any UPDATE or INSERT of
+-- its row) has its stranded events made due: failed sync events have no
+-- retry time, and once deliveries answer queued no sender retries them.
+CREATE FUNCTION webhook_idem._source_became_async() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  UPDATE webhook_idem.events e
+     SET next_attempt_at = now()
+   WHERE e.source = NEW.source
+     AND e.status IN ('queued', 'failed')
+     AND e.next_attempt_at IS NULL;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._source_became_async()
+  IS 'Makes the unfinished events of a source that became async due for workers';
+CREATE TRIGGER sources_became_async_on_insert AFTER INSERT ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.mode = 'async')
+  EXECUTE FUNCTION webhook_idem._source_became_async();
+CREATE TRIGGER sources_became_async_on_update AFTER UPDATE OF mode ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.mode = 'async' AND OLD.mode IS DISTINCT FROM NEW.mode)
+  EXECUTE FUNCTION webhook_idem._source_became_async();

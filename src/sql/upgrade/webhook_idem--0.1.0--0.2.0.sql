@@ -155,3 +155,111 @@ END
 $$;
 COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text)
   IS 'Creates or replaces a webhook source; the handler will run with the caller''s privileges';
+
+-- ---------------------------------------------------------------------
+-- The event model and the queue's rules (issue 8: one model, items 11, 12,
+-- 15): the worker functions become C functions sharing process_pending's
+-- rules; purge checks its arguments; a source that becomes async has its
+-- stranded events made due.
+-- claim_next, complete, fail and extend are C functions (src/pg/queue.cpp)
+-- sharing process_pending's code: one definition of "due", "exhausted",
+-- "lease expired on the last attempt" and the retry rule for every worker.
+-- Bounds (22023 otherwise): lease in (0, 1 day], retry_in in [0, 30 days],
+-- batch >= 0 (at most 1000 a call).
+CREATE OR REPLACE FUNCTION webhook_idem.claim_next(
+  source text DEFAULT NULL,
+  lease  interval DEFAULT '30 seconds',
+  batch  integer DEFAULT 1)
+  RETURNS SETOF webhook_idem.events
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_claim_next';
+COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
+  IS 'Leases up to batch due events (FOR UPDATE SKIP LOCKED); (id, attempts) is the fencing token';
+
+CREATE OR REPLACE FUNCTION webhook_idem.complete(id bigint, attempt integer, result jsonb DEFAULT NULL)
+  RETURNS boolean
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_complete';
+COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
+  IS 'Marks a claimed event applied; false if the claim (id, attempt) is no longer the current one';
+
+CREATE OR REPLACE FUNCTION webhook_idem.fail(id bigint, attempt integer, error text, retry_in interval DEFAULT NULL)
+  RETURNS text
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_fail';
+COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
+  IS 'Records a failed attempt: ''retrying'' (with backoff) or ''dead''; NULL if fenced off';
+
+CREATE OR REPLACE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease interval DEFAULT '30 seconds')
+  RETURNS boolean
+  LANGUAGE c VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'webhook_idem_extend';
+COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)
+  IS 'Renews the lease of a claimed event (a heartbeat); false if the claim is no longer current';
+
+CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  total bigint := 0;
+  n bigint;
+BEGIN
+  IF purge.older_than < interval '0' THEN
+    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF purge.max_rows < 0 THEN
+    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Oldest first by id, in batches; rows that someone holds are skipped,
+  -- so deliveries are never waited for.
+  LOOP
+    WITH victims AS (
+      SELECT e.id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE e.status = 'applied'
+         AND e.applied_at < now() - coalesce(purge.older_than, s.retention)
+       ORDER BY e.id
+       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
+         FOR UPDATE OF e SKIP LOCKED)
+    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
+  END LOOP;
+  RETURN total;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
+  IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';
+
+-- A source that becomes async (register_source, or any UPDATE or INSERT of
+-- its row) has its stranded events made due: failed sync events have no
+-- retry time, and once deliveries answer queued no sender retries them.
+CREATE OR REPLACE FUNCTION webhook_idem._source_became_async() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  UPDATE webhook_idem.events e
+     SET next_attempt_at = now()
+   WHERE e.source = NEW.source
+     AND e.status IN ('queued', 'failed')
+     AND e.next_attempt_at IS NULL;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._source_became_async()
+  IS 'Makes the unfinished events of a source that became async due for workers';
+CREATE TRIGGER sources_became_async_on_insert AFTER INSERT ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.mode = 'async')
+  EXECUTE FUNCTION webhook_idem._source_became_async();
+CREATE TRIGGER sources_became_async_on_update AFTER UPDATE OF mode ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.mode = 'async' AND OLD.mode IS DISTINCT FROM NEW.mode)
+  EXECUTE FUNCTION webhook_idem._source_became_async();
+REVOKE ALL ON FUNCTION webhook_idem._source_became_async() FROM PUBLIC;

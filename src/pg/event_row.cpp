@@ -1,0 +1,412 @@
+/*
+ * event_row.cpp - the one model of a webhook_idem.events row: its column
+ * table, its status enum and the conversions between them and PostgreSQL
+ * (Datums, tuples, the SPI column list, the direct path's attribute map),
+ * and the cached facts of the events relation, invalidated through the
+ * relcache as pgoutput does.
+ */
+#include "pg/event_row.h"
+
+#include "pg/webhook_idem.h"
+
+extern "C" {
+#include "access/table.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_index.h"
+#include "utils/inval.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+}
+
+/* One column of webhook_idem.events: its name and SQL type (InvalidOid for
+ * status: the extension's enum, whose OID each database has its own). */
+typedef struct EventColumnDef
+{
+	const char *name;
+	Oid			type;
+} EventColumnDef;
+
+/* The model: every column, in EventColumn order. */
+static const EventColumnDef event_columns[N_EVENT_COLUMNS] = {
+	{"id", INT8OID},
+	{"source", TEXTOID},
+	{"event_id", TEXTOID},
+	{"status", InvalidOid},
+	{"payload", JSONBOID},
+	{"body_sha256", BYTEAOID},
+	{"deliveries", INT4OID},
+	{"attempts", INT4OID},
+	{"attempts_base", INT4OID},
+	{"received_at", TIMESTAMPTZOID},
+	{"applied_at", TIMESTAMPTZOID},
+	{"lease_until", TIMESTAMPTZOID},
+	{"next_attempt_at", TIMESTAMPTZOID},
+	{"result", JSONBOID},
+	{"last_error", TEXTOID},
+};
+
+/* The labels of webhook_idem.event_status, in WiEventStatus order. */
+static const char *const status_labels[WI_N_STATUSES] = {
+	"queued", "processing", "applied", "failed", "dead"
+};
+
+/* The pg_enum OIDs of the labels, looked up once per backend (again after
+ * any change to pg_enum or to the events table). */
+static bool status_valid = false;
+static Oid	status_oids[WI_N_STATUSES];
+
+/* The facts of the events relation, for the relation (and index) they were
+ * built from; facts_valid goes false on any invalidation of either. */
+static bool facts_valid = false;
+static Oid	facts_relid = InvalidOid;
+static EventsRelFacts facts;
+static bool callbacks_registered = false;
+
+/* Relcache invalidation: the events table or its key index changed (or
+ * everything did). Marks what was derived from them stale. */
+static void
+EventsRelInvalidated(Datum, Oid relid)
+{
+	if (relid == InvalidOid || relid == facts_relid || relid == facts.key_index)
+	{
+		facts_valid = false;
+		status_valid = false;
+	}
+}
+
+/* Syscache invalidation of pg_enum: the status OIDs are read again. */
+static void
+EnumsInvalidated(Datum, int, uint32)
+{
+	status_valid = false;
+}
+
+/* Registers the invalidation callbacks, once per backend. */
+static void
+RegisterCallbacks(void)
+{
+	if (!callbacks_registered)
+	{
+		CacheRegisterRelcacheCallback(EventsRelInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(ENUMOID, EnumsInvalidated, (Datum) 0);
+		callbacks_registered = true;
+	}
+}
+
+/* Looks up the status label OIDs of the events table's status type. */
+static void
+LoadStatusOids(void)
+{
+	Oid			relid = EventsRelid();
+	AttrNumber	attnum;
+	Oid			type;
+
+	RegisterCallbacks();
+	if (!OidIsValid(relid))
+		elog(ERROR, "webhook_idem.events does not exist");
+	attnum = get_attnum(relid, "status");
+	type = attnum == InvalidAttrNumber ? InvalidOid : get_atttype(relid, attnum);
+	if (!OidIsValid(type) || !type_is_enum(type))
+		elog(ERROR, "webhook_idem.events.status is not the extension's enum");
+	for (int s = 0; s < WI_N_STATUSES; s++)
+	{
+		status_oids[s] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+										 ObjectIdGetDatum(type),
+										 CStringGetDatum(status_labels[s]));
+		if (!OidIsValid(status_oids[s]))
+			elog(ERROR, "webhook_idem.event_status has no label \"%s\"", status_labels[s]);
+	}
+	status_valid = true;
+}
+
+const char *
+EventStatusLabel(WiEventStatus status)
+{
+	Assert(status >= 0 && status < WI_N_STATUSES);
+	return status_labels[status];
+}
+
+Datum
+EventStatusGetDatum(WiEventStatus status)
+{
+	if (!status_valid)
+		LoadStatusOids();
+	return ObjectIdGetDatum(status_oids[status]);
+}
+
+WiEventStatus
+DatumGetEventStatus(Datum value)
+{
+	Oid			oid = DatumGetObjectId(value);
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (!status_valid || pass == 1)
+			LoadStatusOids();
+		for (int s = 0; s < WI_N_STATUSES; s++)
+			if (status_oids[s] == oid)
+				return (WiEventStatus) s;
+	}
+	elog(ERROR, "unknown webhook_idem.event_status value %u", oid);
+	pg_unreachable();
+}
+
+Oid
+EventColumnType(int column)
+{
+	return event_columns[column].type;
+}
+
+const char *
+EventColumnList(void)
+{
+	static char *list = NULL;
+
+	if (list == NULL)
+	{
+		StringInfoData buf;
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buf);
+		for (int c = 0; c < N_EVENT_COLUMNS; c++)
+			appendStringInfo(&buf, "%s%s", c > 0 ? ", " : "", event_columns[c].name);
+		MemoryContextSwitchTo(old);
+		list = buf.data;
+	}
+	return list;
+}
+
+void
+EventRowFromValues(EventRow *row, const Datum *v, const bool *n)
+{
+	row->id = DatumGetInt64(v[COL_ID]);
+	row->source = TextDatumGetCString(v[COL_SOURCE]);
+	row->event_id = TextDatumGetCString(v[COL_EVENT_ID]);
+	row->status = DatumGetEventStatus(v[COL_STATUS]);
+	row->payload = n[COL_PAYLOAD] ? NULL : DatumGetJsonbP(v[COL_PAYLOAD]);
+	row->body_sha256 = DatumGetByteaPP(v[COL_BODY_SHA256]);
+	row->deliveries = DatumGetInt32(v[COL_DELIVERIES]);
+	row->attempts = DatumGetInt32(v[COL_ATTEMPTS]);
+	row->attempts_base = DatumGetInt32(v[COL_ATTEMPTS_BASE]);
+	row->received_at = DatumGetTimestampTz(v[COL_RECEIVED_AT]);
+	row->applied_null = n[COL_APPLIED_AT];
+	row->applied_at = row->applied_null ? 0 : DatumGetTimestampTz(v[COL_APPLIED_AT]);
+	row->lease_null = n[COL_LEASE_UNTIL];
+	row->lease_until = row->lease_null ? 0 : DatumGetTimestampTz(v[COL_LEASE_UNTIL]);
+	row->next_attempt_null = n[COL_NEXT_ATTEMPT_AT];
+	row->next_attempt_at = row->next_attempt_null ? 0 : DatumGetTimestampTz(v[COL_NEXT_ATTEMPT_AT]);
+	row->result = n[COL_RESULT] ? NULL : DatumGetJsonbP(v[COL_RESULT]);
+	row->last_error = n[COL_LAST_ERROR] ? NULL : TextDatumGetCString(v[COL_LAST_ERROR]);
+	row->xmin = InvalidTransactionId;
+}
+
+void
+EventRowToValues(const EventRow *row, Datum *v, bool *n)
+{
+	memset(n, false, sizeof(bool) * N_EVENT_COLUMNS);
+	v[COL_ID] = Int64GetDatum(row->id);
+	v[COL_SOURCE] = CStringGetTextDatum(row->source);
+	v[COL_EVENT_ID] = CStringGetTextDatum(row->event_id);
+	v[COL_STATUS] = EventStatusGetDatum(row->status);
+	v[COL_PAYLOAD] = PointerGetDatum(row->payload);
+	n[COL_PAYLOAD] = row->payload == NULL;
+	v[COL_BODY_SHA256] = PointerGetDatum(row->body_sha256);
+	v[COL_DELIVERIES] = Int32GetDatum(row->deliveries);
+	v[COL_ATTEMPTS] = Int32GetDatum(row->attempts);
+	v[COL_ATTEMPTS_BASE] = Int32GetDatum(row->attempts_base);
+	v[COL_RECEIVED_AT] = TimestampTzGetDatum(row->received_at);
+	v[COL_APPLIED_AT] = TimestampTzGetDatum(row->applied_at);
+	n[COL_APPLIED_AT] = row->applied_null;
+	v[COL_LEASE_UNTIL] = TimestampTzGetDatum(row->lease_until);
+	n[COL_LEASE_UNTIL] = row->lease_null;
+	v[COL_NEXT_ATTEMPT_AT] = TimestampTzGetDatum(row->next_attempt_at);
+	n[COL_NEXT_ATTEMPT_AT] = row->next_attempt_null;
+	v[COL_RESULT] = PointerGetDatum(row->result);
+	n[COL_RESULT] = row->result == NULL;
+	v[COL_LAST_ERROR] = row->last_error ? CStringGetTextDatum(row->last_error) : (Datum) 0;
+	n[COL_LAST_ERROR] = row->last_error == NULL;
+}
+
+/* Maps each model column to its attribute number in desc (0 if absent). */
+static void
+MapColumns(TupleDesc desc, AttrNumber *attnums)
+{
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		attnums[c] = InvalidAttrNumber;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		for (int c = 0; c < N_EVENT_COLUMNS; c++)
+			if (strcmp(NameStr(att->attname), event_columns[c].name) == 0)
+				attnums[c] = att->attnum;
+	}
+}
+
+HeapTuple
+EventRowToTuple(const EventRow *row, TupleDesc desc, const AttrNumber *known)
+{
+	Datum		columns[N_EVENT_COLUMNS];
+	bool		column_nulls[N_EVENT_COLUMNS];
+	AttrNumber	mapped[N_EVENT_COLUMNS];
+	const AttrNumber *attnums = known ? known : mapped;
+	Datum	   *values = (Datum *) palloc0(sizeof(Datum) * desc->natts);
+	bool	   *nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+
+	memset(nulls, true, sizeof(bool) * desc->natts);
+	EventRowToValues(row, columns, column_nulls);
+	if (known == NULL)
+		MapColumns(desc, mapped);
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		if (attnums[c] != InvalidAttrNumber)
+		{
+			values[attnums[c] - 1] = columns[c];
+			nulls[attnums[c] - 1] = column_nulls[c];
+		}
+	return heap_form_tuple(desc, values, nulls);
+}
+
+void
+EventRowFromTuple(EventRow *row, HeapTuple tuple, TupleDesc desc, const AttrNumber *known)
+{
+	Datum		columns[N_EVENT_COLUMNS];
+	bool		column_nulls[N_EVENT_COLUMNS];
+	AttrNumber	mapped[N_EVENT_COLUMNS];
+	const AttrNumber *attnums = known ? known : mapped;
+	Datum	   *values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+
+	heap_deform_tuple(tuple, desc, values, nulls);
+	if (known == NULL)
+		MapColumns(desc, mapped);
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+	{
+		if (attnums[c] == InvalidAttrNumber)
+			elog(ERROR, "webhook_idem.events has no column \"%s\"", event_columns[c].name);
+		columns[c] = values[attnums[c] - 1];
+		column_nulls[c] = nulls[attnums[c] - 1];
+	}
+	EventRowFromValues(row, columns, column_nulls);
+	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+}
+
+/* The valid unique index on exactly (source, event_id) of rel, or 0. */
+static Oid
+FindKeyIndex(Relation rel, const AttrNumber *attnums)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		Form_pg_index ix;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		if (ix->indisunique && ix->indisvalid && ix->indislive && ix->indisready &&
+			ix->indnatts == 2 && ix->indnkeyatts == 2 &&
+			ix->indkey.values[0] == attnums[COL_SOURCE] &&
+			ix->indkey.values[1] == attnums[COL_EVENT_ID] &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			found = indexoid;
+		ReleaseSysCache(tup);
+		if (OidIsValid(found))
+			break;
+	}
+	list_free(indexes);
+	return found;
+}
+
+/* True if rel is the events table as the extension made it, so that
+ * writing it directly does all that an INSERT statement would. */
+static bool
+DirectPathOk(Relation rel, const AttrNumber *attnums)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			live = 0;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity)
+		return false;
+	if (desc->constr != NULL &&
+		(desc->constr->num_check > 0 || desc->constr->has_generated_stored))
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			live++;
+	if (live != N_EVENT_COLUMNS)
+		return false;
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+	{
+		Oid			type;
+
+		if (attnums[c] == InvalidAttrNumber)
+			return false;
+		type = TupleDescAttr(desc, attnums[c] - 1)->atttypid;
+		if (OidIsValid(event_columns[c].type) ? type != event_columns[c].type
+			: !type_is_enum(type))
+			return false;
+	}
+	return true;
+}
+
+const EventsRelFacts *
+EventsFacts(Relation rel)
+{
+	RegisterCallbacks();
+	if (!facts_valid || facts_relid != RelationGetRelid(rel))
+	{
+		/* Built into a copy, published whole. The caller holds a lock on
+		 * rel, so nothing these facts name can be dropped before it ends. */
+		EventsRelFacts fresh;
+
+		MapColumns(RelationGetDescr(rel), fresh.attnums);
+		fresh.direct_ok = DirectPathOk(rel, fresh.attnums);
+		fresh.key_index = fresh.direct_ok ? FindKeyIndex(rel, fresh.attnums) : InvalidOid;
+		if (!OidIsValid(fresh.key_index))
+			fresh.direct_ok = false;
+		facts = fresh;
+		facts_relid = RelationGetRelid(rel);
+		facts_valid = true;
+	}
+	return &facts;
+}
+
+char *
+StorableText(const char *s, int max_bytes)
+{
+	int			len = (int) strlen(s);
+	char	   *out;
+
+	if (!pg_verifymbstr(s, len, true))
+	{
+		/* Not valid in the database encoding: keep ASCII, escape the rest. */
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int i = 0; i < len; i++)
+		{
+			unsigned char c = (unsigned char) s[i];
+
+			if (c < 0x80)
+				appendStringInfoChar(&buf, (char) c);
+			else
+				appendStringInfo(&buf, "\\x%02X", c);
+		}
+		s = buf.data;
+		len = buf.len;
+	}
+	if (len > max_bytes)
+		len = pg_mbcliplen(s, len, max_bytes);
+	out = (char *) palloc(len + 1);
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return out;
+}

@@ -1,0 +1,118 @@
+/*
+ * event_row.h - the one model of a webhook_idem.events row and its status.
+ *
+ * One column table (name and SQL type, in a fixed order) is the only list
+ * of the events columns in C: the SPI statements' column list, the direct
+ * path's attribute map, the rows claim_next returns and current_event()'s
+ * tuple are all built from it. The status is a C enum, converted to and
+ * from the webhook_idem.event_status Datum here and nowhere else.
+ */
+#pragma once
+
+#include "pg/postgres_includes.h"
+
+/* An event's status: the labels of webhook_idem.event_status, in order. */
+typedef enum WiEventStatus
+{
+	WI_QUEUED,
+	WI_PROCESSING,
+	WI_APPLIED,
+	WI_FAILED,
+	WI_DEAD,
+	WI_N_STATUSES
+} WiEventStatus;
+
+/* The columns of webhook_idem.events, in the model's order. */
+typedef enum EventColumn
+{
+	COL_ID,
+	COL_SOURCE,
+	COL_EVENT_ID,
+	COL_STATUS,
+	COL_PAYLOAD,
+	COL_BODY_SHA256,
+	COL_DELIVERIES,
+	COL_ATTEMPTS,
+	COL_ATTEMPTS_BASE,
+	COL_RECEIVED_AT,
+	COL_APPLIED_AT,
+	COL_LEASE_UNTIL,
+	COL_NEXT_ATTEMPT_AT,
+	COL_RESULT,
+	COL_LAST_ERROR,
+	N_EVENT_COLUMNS
+} EventColumn;
+
+/* One event, every column (pointers NULL and *_null true for SQL NULLs). */
+typedef struct EventRow
+{
+	int64		id;
+	const char *source;
+	const char *event_id;
+	WiEventStatus status;
+	Jsonb	   *payload;
+	bytea	   *body_sha256;
+	int32		deliveries;
+	int32		attempts;
+	int32		attempts_base;
+	TimestampTz received_at;
+	TimestampTz applied_at;
+	bool		applied_null;
+	TimestampTz lease_until;
+	bool		lease_null;
+	TimestampTz next_attempt_at;
+	bool		next_attempt_null;
+	Jsonb	   *result;
+	const char *last_error;
+	TransactionId xmin;			/* of the row version read; not a column */
+} EventRow;
+
+/* The most bytes of an error message the extension stores (last_error). */
+#define WI_MAX_ERROR_BYTES 8192
+
+/* The SQL label of a status ("queued", ...). */
+const char *EventStatusLabel(WiEventStatus status);
+
+/* The webhook_idem.event_status Datum of a status. */
+Datum		EventStatusGetDatum(WiEventStatus status);
+
+/* The status a webhook_idem.event_status Datum stands for. */
+WiEventStatus DatumGetEventStatus(Datum value);
+
+/* The SQL type of a model column (InvalidOid for status: the enum). */
+Oid			EventColumnType(int column);
+
+/* The events columns as a SELECT list ("id, source, ..."), model order. */
+const char *EventColumnList(void);
+
+/* Fills *row (all but xmin) from values in the model's column order. */
+void		EventRowFromValues(EventRow *row, const Datum *values, const bool *nulls);
+
+/* Writes *row into values in the model's column order. */
+void		EventRowToValues(const EventRow *row, Datum *values, bool *nulls);
+
+/* Forms a tuple of desc (the events row type, whatever its attribute
+ * numbers) from *row; columns desc lacks are left out, its extra ones NULL.
+ * attnums maps the model to desc (NULL: map by column name). */
+HeapTuple	EventRowToTuple(const EventRow *row, TupleDesc desc, const AttrNumber *attnums);
+
+/* Reads *row from a tuple of desc (the events row type); attnums as for
+ * EventRowToTuple. */
+void		EventRowFromTuple(EventRow *row, HeapTuple tuple, TupleDesc desc,
+							  const AttrNumber *attnums);
+
+/* What the direct path knows of the events relation rel (opened and locked
+ * by the caller), valid until a relcache invalidation of it. */
+typedef struct EventsRelFacts
+{
+	bool		direct_ok;		/* the table is exactly as the extension made it */
+	Oid			key_index;		/* the unique (source, event_id) index */
+	AttrNumber	attnums[N_EVENT_COLUMNS];
+} EventsRelFacts;
+
+/* The facts of rel, rebuilt after any invalidation of it. */
+const EventsRelFacts *EventsFacts(Relation rel);
+
+/* s as it may be stored: valid in the database encoding (invalid bytes are
+ * shown as \xNN) and cut at a character boundary to at most max_bytes. */
+char	   *StorableText(const char *s, int max_bytes);

@@ -1,0 +1,317 @@
+/*
+ * queue.cpp - the queue's rules (queue.h) and the worker functions built on
+ * them: webhook_idem.claim_next, complete, fail and extend. process_pending
+ * (process_pending.cpp) takes events through the same TakeDueEvent, buries
+ * expired last leases with the same BuryExpiredLease, and records attempts
+ * with the same RecordAttempt, so SQL-driven and C-driven workers follow
+ * one set of rules.
+ */
+#include "pg/queue.h"
+
+extern "C" {
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(webhook_idem_claim_next);
+PG_FUNCTION_INFO_V1(webhook_idem_complete);
+PG_FUNCTION_INFO_V1(webhook_idem_fail);
+PG_FUNCTION_INFO_V1(webhook_idem_extend);
+}
+
+static SPIPlanPtr due_plan = NULL;
+
+bool
+EventIsDue(const EventRow *row)
+{
+	if (row->status != WI_QUEUED && row->status != WI_FAILED && row->status != WI_PROCESSING)
+		return false;
+	return !row->next_attempt_null &&
+		row->next_attempt_at <= GetCurrentTransactionStartTimestamp();
+}
+
+WiEventStatus
+FailedAttemptStatus(const WiSource *src, int32 attempts, int32 attempts_base)
+{
+	return AttemptsExhausted(src, attempts, attempts_base) ? WI_DEAD : WI_FAILED;
+}
+
+bool
+LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row)
+{
+	return row->status == WI_PROCESSING && EventIsDue(row) &&
+		AttemptsExhausted(src, row->attempts, row->attempts_base);
+}
+
+void
+BuryExpiredLease(const EventRow *row)
+{
+	RecordAttempt(row->id, WI_DEAD, row->attempts, NULL,
+				  psprintf("%s%slease expired on the last attempt",
+						   row->last_error ? row->last_error : "", row->last_error ? "; " : ""),
+				  false, NULL, NULL);
+}
+
+int64
+NextDue(text *source, const int64 *skip, int n_skip)
+{
+	static const Oid argtypes[2] = {TEXTOID, INT8ARRAYOID};
+	SPIPlanPtr	plan = KeepPlan(&due_plan,
+								"SELECT id FROM webhook_idem.events"
+								" WHERE " WI_DUE_SQL
+								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
+								"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+								" ORDER BY next_attempt_at LIMIT 1"
+								" FOR UPDATE SKIP LOCKED",
+								2, argtypes);
+	Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (n_skip + 1));
+	Datum		args[2];
+	char		nulls[2] = {source ? ' ' : 'n', ' '};
+	bool		isnull;
+	int			rc;
+
+	for (int i = 0; i < n_skip; i++)
+		elems[i] = Int64GetDatum(skip[i]);
+	args[0] = PointerGetDatum(source);
+	args[1] = PointerGetDatum(construct_array(elems, n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
+											  TYPALIGN_DOUBLE));
+	rc = SPI_execute_plan(plan, args, nulls, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+bool
+TakeDueEvent(int64 id, EventRow *row, WiSource **src)
+{
+	if (!LockEventRow(id, true, row))
+		return false;
+	*src = LookupSource(row->source);
+	if (*src == NULL)
+		return false;
+	if (!LockEvent(row->source, row->event_id, false))
+		return false;
+	/* Read again under the claim: a delivery may have applied it since, or
+	 * it failed and now waits for its retry time, or a worker holds a live
+	 * lease on it. */
+	if (!LockEventRow(id, true, row))
+		return false;
+	return EventIsDue(row);
+}
+
+WiEventStatus
+AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerResult *res)
+{
+	WiCurrentEvent ev;
+	WiEventStatus status;
+
+	/* current_event(): the row as stored, being processed, counting this
+	 * attempt and this delivery. */
+	ev.row = *row;
+	ev.row.status = WI_PROCESSING;
+	ev.row.attempts = row->attempts + 1;
+	ev.row.deliveries = row->deliveries + (delivery ? 1 : 0);
+	ev.in_worker = !delivery;
+
+	*res = RunHandler(src, &ev);
+	status = res->ok ? WI_APPLIED : FailedAttemptStatus(src, ev.row.attempts, row->attempts_base);
+	RecordAttempt(row->id, status, ev.row.attempts, res->ok ? res->result : NULL,
+				  res->ok ? NULL : res->error, delivery,
+				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
+	return status;
+}
+
+/* The interval written as text (bounds of the arguments). */
+static Interval *
+IntervalConst(const char *text)
+{
+	return DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
+												 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+}
+
+/* Compares two intervals as PostgreSQL orders them. */
+static int
+IntervalCompare(const Interval *a, const Interval *b)
+{
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(a),
+											 IntervalPGetDatum(b)));
+}
+
+/* Raises 22023 unless low < v <= high (low <= v with low_inclusive). */
+static void
+CheckIntervalRange(const char *name, const Interval *v, const char *low, bool low_inclusive,
+				   const char *high)
+{
+	int			c;
+
+	if (v == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be NULL", name)));
+	c = IntervalCompare(v, IntervalConst(low));
+	if (c < 0 || (c == 0 && !low_inclusive) || IntervalCompare(v, IntervalConst(high)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s %s and at most %s, not %s", name,
+						low_inclusive ? "at least" : "more than", low, high,
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(v))))));
+}
+
+void
+CheckLeaseArg(const Interval *lease)
+{
+	CheckIntervalRange("lease", lease, "0", false, "1 day");
+}
+
+void
+CheckRetryInArg(const Interval *retry_in)
+{
+	if (retry_in != NULL)
+		CheckIntervalRange("retry_in", retry_in, "0", true, "30 days");
+}
+
+/*
+ * webhook_idem.claim_next(source text, lease interval, batch int) RETURNS
+ * SETOF webhook_idem.events: leases up to batch due events, oldest due
+ * first; buries those whose lease ran out on their last attempt.
+ */
+extern "C" Datum
+webhook_idem_claim_next(PG_FUNCTION_ARGS)
+{
+	text	   *source = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	Interval   *lease = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	int			batch = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
+	ReturnSetInfo *rsinfo;
+	int64	   *skip;
+	int			n_skip = 0;
+	int			cap = 16;
+	int			claimed = 0;
+
+	CheckLeaseArg(lease);
+	if (batch < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch must not be negative")));
+	/* Each claim holds its locks until the transaction ends: bounded. */
+	batch = Min(batch, WI_MAX_BATCH);
+
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SPI_connect();
+	skip = (int64 *) palloc(sizeof(int64) * cap);
+	while (claimed < batch)
+	{
+		int64		id = NextDue(source, skip, n_skip);
+		EventRow	row;
+		WiSource   *src;
+
+		CHECK_FOR_INTERRUPTS();
+		if (id == 0)
+			break;
+		if (!TakeDueEvent(id, &row, &src))
+		{
+			if (n_skip == cap)
+			{
+				cap *= 2;
+				skip = (int64 *) repalloc(skip, sizeof(int64) * cap);
+			}
+			skip[n_skip++] = id;
+			continue;
+		}
+		if (LeaseExpiredOnLastAttempt(src, &row))
+		{
+			BuryExpiredLease(&row);
+			continue;
+		}
+		LeaseEvent(id, lease, &row);
+		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));
+		claimed++;
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* Row-locks event id and reads it; true if (id, attempt) is its current
+ * claim (processing, that many attempts): the fencing token holds. */
+static bool
+HoldsClaim(int64 id, int32 attempt, EventRow *row)
+{
+	return LockEventRow(id, false, row) && row->status == WI_PROCESSING &&
+		row->attempts == attempt;
+}
+
+/*
+ * webhook_idem.complete(id bigint, attempt int, result jsonb) RETURNS
+ * boolean: marks a claimed event applied; false if fenced off.
+ */
+extern "C" Datum
+webhook_idem_complete(PG_FUNCTION_ARGS)
+{
+	EventRow	row;
+	bool		done = false;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_BOOL(false);
+	SPI_connect();
+	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
+	{
+		RecordAttempt(row.id, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+					  NULL, false, NULL, NULL);
+		done = true;
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * webhook_idem.fail(id bigint, attempt int, error text, retry_in interval)
+ * RETURNS text: records a failed attempt, 'retrying' or 'dead'; NULL if
+ * fenced off.
+ */
+extern "C" Datum
+webhook_idem_fail(PG_FUNCTION_ARGS)
+{
+	Interval   *retry_in = PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3);
+	char	   *error = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	EventRow	row;
+	WiSource   *src;
+	const char *answer = NULL;
+
+	CheckRetryInArg(retry_in);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	SPI_connect();
+	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
+		(src = LookupSource(row.source)) != NULL)
+	{
+		WiEventStatus status = FailedAttemptStatus(src, row.attempts, row.attempts_base);
+
+		RecordAttempt(row.id, status, row.attempts, NULL, error, false,
+					  status == WI_FAILED ? &src->backoff : NULL,
+					  status == WI_FAILED ? retry_in : NULL);
+		answer = status == WI_DEAD ? "dead" : "retrying";
+	}
+	SPI_finish();
+	if (answer == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(answer));
+}
+
+/*
+ * webhook_idem.extend(id bigint, attempt int, lease interval) RETURNS
+ * boolean: renews the lease of a claimed event; false if fenced off.
+ */
+extern "C" Datum
+webhook_idem_extend(PG_FUNCTION_ARGS)
+{
+	Interval   *lease = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
+	bool		done;
+
+	CheckLeaseArg(lease);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_BOOL(false);
+	SPI_connect();
+	done = ExtendLease(PG_GETARG_INT64(0), PG_GETARG_INT32(1), lease);
+	SPI_finish();
+	PG_RETURN_BOOL(done);
+}

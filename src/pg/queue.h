@@ -1,0 +1,63 @@
+/*
+ * queue.h - the queue's rules, each written once for every path that takes,
+ * leases, completes, fails or buries events: claim_next, complete, fail,
+ * extend (queue.cpp), process_pending (process_pending.cpp) and the
+ * delivery path (apply_event.cpp). The SQL functions are thin declarations
+ * of the C functions here; the one SQL-owned rule, the retry delay, lives
+ * in webhook_idem._retry_delay and is called from RecordAttempt.
+ */
+#pragma once
+
+#include "pg/event_store.h"
+
+/* "Due" in SQL, on webhook_idem.events: what a worker may take now. Its
+ * status part is the predicate of events_due_idx, so the planner uses it. */
+#define WI_DUE_SQL \
+	"status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}'::webhook_idem.event_status[])" \
+	" AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+
+/* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
+ * (its retry time has come) or processing (its lease ran out), with
+ * next_attempt_at at or before now (the transaction's start). */
+bool		EventIsDue(const EventRow *row);
+
+/* "Exhausted": the event has used up its source's budget of attempts,
+ * counted from its last replay. */
+static inline bool
+AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
+{
+	return attempts - attempts_base >= src->max_attempts;
+}
+
+/* The status a failed attempt leaves: dead once exhausted, else failed. */
+WiEventStatus FailedAttemptStatus(const WiSource *src, int32 attempts, int32 attempts_base);
+
+/* "Lease expired on the last attempt": a due processing event whose worker
+ * died (or hung) on it as many times as the source allows. */
+bool		LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row);
+
+/* Moves such an event to dead, saying so in last_error. */
+void		BuryExpiredLease(const EventRow *row);
+
+/* The oldest due event that no one else holds and that is not in skip
+ * (row-locked for us), or 0 if there is none. */
+int64		NextDue(text *source, const int64 *skip, int n_skip);
+
+/* Takes event id for a worker: its row lock, then its claim lock (never
+ * waiting for either: a worker skips what a delivery or another worker
+ * holds), and reads it again under the claim. True, with *row and *src, if
+ * it is still due and its source exists; false if it is not ours to take. */
+bool		TakeDueEvent(int64 id, EventRow *row, WiSource **src);
+
+/* Runs the handler for the next attempt of a known event and records how
+ * it went: applied, failed or dead. With delivery, the attempt came
+ * with a delivery (counted; a failure waits for the sender's retry);
+ * otherwise a worker made it (a failure is retried after the backoff).
+ * *res receives the handler's result. */
+WiEventStatus AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
+								WiHandlerResult *res);
+
+/* Bounds of the interval and count arguments (docs/reference.md, "Queue
+ * rules"): each raises 22023 for a value out of its range. */
+void		CheckLeaseArg(const Interval *lease);
+void		CheckRetryInArg(const Interval *retry_in);
