@@ -6,6 +6,7 @@
  */
 #include "pg/boundary.h"
 #include "pg/event_store.h"
+#include "pg/shared_state.h"
 #include "pg/verify.h"
 
 extern "C" {
@@ -270,6 +271,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 					payload, sha, 0, now, NULL, NULL, true);
 		if (wi_notify)
 			Async_Notify("webhook_idem", src->name);
+		WakeWorkersAtCommit();
 		o = MakeOutcome("queued", 202, event_id, NULL);
 		o.attempts = 0;
 		o.attempts_null = false;
@@ -332,6 +334,8 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 		if (Admit(src, fcinfo, &body, &payload, &event_id, &o))
 			o = Deliver(src, body, payload, event_id);
 	}
+
+	CountOutcome(src ? src->name : NULL, o.status);
 
 	/* Build the answer in the caller's memory: SPI's goes away next. */
 	MemoryContextSwitchTo(outer);

@@ -117,3 +117,15 @@ AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
  * *res receives the handler's result. */
 const char *AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery,
 							  WiHandlerResult *res);
+
+/* Applies an event an in-database worker claimed and committed (status
+ * processing, attempts = attempt): runs its handler for that attempt and
+ * records how it went. False, doing nothing, if the claim is no longer
+ * current (fenced off) or the event or its source is gone. */
+bool		ApplyClaimedEvent(int64 id, int32 attempt);
+
+/* --- bgworker.cpp ---------------------------------------------------- */
+
+/* Defines the workers' settings and registers them with the postmaster
+ * (from _PG_init, while shared_preload_libraries is processed). */
+void		RegisterWorkers(void);

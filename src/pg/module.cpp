@@ -2,7 +2,8 @@
  * module.cpp - the module's magic block, its settings and small helpers
  * shared by the entry points.
  */
-#include "pg/webhook_idem.h"
+#include "pg/event_store.h"
+#include "pg/shared_state.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -49,6 +50,13 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/* Preloaded, the library keeps counters in shared memory and runs its
+	 * own workers. */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		SharedStateRequest();
+		RegisterWorkers();
+	}
 	MarkGUCPrefixReserved("webhook_idem");
 }
 
