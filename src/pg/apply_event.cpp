@@ -269,9 +269,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 	{
 		InsertEvent(nextval_internal(EventsSeqRelid(), false), src->name, event_id, "queued",
 					payload, sha, 0, now, NULL, NULL, true);
-		if (wi_notify)
-			Async_Notify("webhook_idem", src->name);
-		WakeWorkersAtCommit();
+		NotifyQueued(src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 		o.attempts = 0;
 		o.attempts_null = false;

@@ -13,6 +13,7 @@ void		_PG_init(void);
 int			wi_max_body_bytes = 1024 * 1024;
 int			wi_max_event_id_bytes = 512;
 bool		wi_notify = true;
+int			wi_notify_interval_ms = 100;
 
 /* Defines the webhook_idem.* settings and reserves the prefix. */
 void
@@ -49,6 +50,18 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("webhook_idem.notify_interval",
+							"How long after a committed NOTIFY for a source this backend sends no other for it.",
+							"Workers that LISTEN are woken by the first event and drain the queue; "
+							"they poll for what no notification announced. 0 notifies every transaction.",
+							&wi_notify_interval_ms,
+							100,
+							0,
+							3600 * 1000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	/* Preloaded, the library keeps counters in shared memory and runs its
 	 * own workers. */

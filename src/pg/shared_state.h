@@ -79,3 +79,11 @@ void		AnnounceWorker(int slot, Oid dboid);
 
 /* Clears the pending wake-up before a worker looks for work. */
 void		ClearWakeup(void);
+
+/* --- wakeup.cpp ------------------------------------------------------ */
+
+/* Wakes whoever applies source's queued events once the current
+ * transaction commits: a NOTIFY webhook_idem, '<source>' (when
+ * webhook_idem.notify is on), coalesced, and the in-database workers'
+ * latch. */
+void		NotifyQueued(const char *source);
