@@ -52,7 +52,8 @@ psql_as() {
 as_owner "$bindir/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C \
 	--no-sync --no-instructions >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
 as_owner "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
-	-o "-c listen_addresses='' -k $work -p $port" start >/dev/null || { tail -n 20 "$work/server.log" >&2; exit 1; }
+	-o "-c listen_addresses='' -k $work -p $port -c shared_preload_libraries=webhook_idem -c webhook_idem.database=demo -c webhook_idem.workers=2" \
+	start >/dev/null || { tail -n 20 "$work/server.log" >&2; exit 1; }
 psql_as postgres postgres -v ON_ERROR_STOP=1 -c 'CREATE DATABASE demo' -c 'CREATE DATABASE docs'
 
 echo "webhook_idem demo on PostgreSQL $(psql_as postgres postgres -Atc "SELECT split_part(current_setting('server_version'), ' ', 1)"), a throwaway cluster in $work"
@@ -315,6 +316,19 @@ csv.writer(sys.stdout, lineterminator="\n").writerow([sys.argv[2], r["status"], 
 		post "$work/events/evt_demo_http.json" -H "Stripe-Signature: t=$t,v1=$(sign "$t" "$work/events/evt_demo_http.json")"
 	done
 	post "$work/events/evt_demo_http.json"      # no Stripe-Signature at all
+	# GET /metrics: the Prometheus text format, every sample line parsed.
+	curl -sS -o "$work/metrics.txt" "${url%/webhooks/stripe}/metrics"
+	"$python" - "$work/metrics.txt" <<'PY' || { echo "GET /metrics is not the Prometheus text format" >&2; exit 1; }
+import re, sys
+sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.e+]+$')
+lines = open(sys.argv[1]).read().splitlines()
+bad = [l for l in lines if l and not l.startswith("# ") and not sample.match(l)]
+wanted = ['webhook_idem_deliveries_total{source="stripe",status="applied"}', "webhook_idem_queue_depth{"]
+missing = [w for w in wanted if not any(l.startswith(w) for l in lines)]
+if bad or missing:
+    print("bad lines:", bad, "missing:", missing, file=sys.stderr)
+    sys.exit(1)
+PY
 	applied+=(evt_demo_http)
 	expect "$s" applied 200 1
 	expect "$s" duplicate 200 1
@@ -323,6 +337,49 @@ csv.writer(sys.stdout, lineterminator="\n").writerow([sys.argv[2], r["status"], 
 else
 	http_note="(HTTP step skipped: it needs curl and python3 with psycopg2, e.g. apt-get install python3-psycopg2)"
 fi
+
+# --- async: a burst drained by the in-database workers ------------------------
+# The cluster runs with shared_preload_libraries = webhook_idem: two
+# background workers apply the demo database's async events, woken through
+# their latch when a delivery commits; no process outside PostgreSQL.
+async_burst() {
+	psql_as postgres demo -v ON_ERROR_STOP=1 -q <<-'SQL' >/dev/null
+	CREATE TABLE billing.orders (event_id text NOT NULL, amount bigint NOT NULL);
+	ALTER TABLE billing.orders OWNER TO billing_app;
+	SET ROLE billing_app;
+	CREATE FUNCTION billing.on_order(payload jsonb) RETURNS void LANGUAGE sql
+	  AS $$ INSERT INTO billing.orders VALUES (payload ->> 'id', (payload ->> 'amount')::bigint) $$;
+	SELECT FROM webhook_idem.register_source(source => 'orders', scheme => 'none', mode => 'async',
+	                                         handler => 'billing.on_order(jsonb)');
+	RESET ROLE;
+	SQL
+	burst=500
+	started=$(date +%s.%N)
+	for i in $(seq "$burst"); do
+		printf "SELECT status FROM webhook_idem.apply_event('orders', convert_to('{\"id\": \"ord_%d\", \"amount\": %d}', 'UTF8'));\n" "$i" "$i"
+	done | psql_as webhook_http demo -v ON_ERROR_STOP=1 -At | sort | uniq -c | sed 's/^ */          /' >"$work/burst.out"
+	queued_at=$(date +%s.%N)
+	drained=
+	for _ in $(seq 300); do
+		if [[ $(psql_as postgres demo -Atc "SELECT count(*) FROM webhook_idem.events WHERE source = 'orders' AND status = 'applied'") == "$burst" ]]; then
+			drained=$(date +%s.%N)
+			break
+		fi
+		sleep 0.1
+	done
+	echo "async     $burst deliveries to async source orders answered $(tr -s ' ' <"$work/burst.out" | sed 's/^ //') in $(awk "BEGIN { printf \"%.2f\", $queued_at - $started }") s;"
+	if [[ -z $drained ]]; then
+		echo "          NOT drained by the in-database workers within 30 s" >&2
+		exit 1
+	fi
+	orders=$(psql_as postgres demo -Atc "SELECT count(*) || ' rows, ' || count(DISTINCT event_id) || ' events, ' || sum(amount) FROM billing.orders")
+	echo "          drained by $(psql_as postgres demo -Atc "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'") in-database workers $(awk "BEGIN { printf \"%.2f\", $drained - $queued_at }") s later: billing.orders has $orders"
+	if [[ $orders != "$burst rows, $burst events, $((burst * (burst + 1) / 2))" ]]; then
+		echo "          the burst was not applied exactly once" >&2
+		exit 1
+	fi
+	echo
+}
 
 # --- the verdict ----------------------------------------------------------
 # What the sender expects: each distinct valid charge credited once.
@@ -347,6 +404,8 @@ if psql_as postgres demo -f demo/report.sql \
 	-v unverified_ids="$(json_array "${unverified[@]}")" \
 	-v poison_id=evt_demo_poison -v max_attempts="$max_attempts"; then
 	[[ -z ${http_note:-} ]] || echo "$http_note"
+	echo
+	async_burst
 	echo "demo passed"
 else
 	echo "demo FAILED" >&2

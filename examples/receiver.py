@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A whole webhook endpoint on webhook_idem: POST /webhooks/<source>.
+"""A whole webhook endpoint on webhook_idem: POST /webhooks/<source>, and
+GET /metrics (webhook_idem.metrics(), the Prometheus text format).
 
 The database verifies, de-duplicates, runs the handler and decides the
 answer; this layer passes the raw body and the headers through and sends
@@ -37,6 +38,26 @@ class Receiver(BaseHTTPRequestHandler):
         reply = json.dumps({"status": status, "event_id": event_id, "detail": detail}).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def do_GET(self):
+        if self.path != "/metrics":
+            self.send_error(404)
+            return
+        with slots:
+            conn = pool.getconn()
+            try:
+                with conn, conn.cursor() as cur:
+                    cur.execute("SELECT webhook_idem.metrics()")
+                    reply, code = cur.fetchone()[0].encode(), 200
+            except psycopg2.Error as e:
+                reply, code = (e.pgcode or "error").encode(), 503
+            finally:
+                pool.putconn(conn, close=bool(conn.closed))
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)

@@ -182,8 +182,9 @@ def main():
                    help="only this source's events (default: every async source)")
     p.add_argument("--batch", type=int, default=100,
                    help="events per process_pending call, i.e. per transaction (default 100)")
-    p.add_argument("--poll", type=float, default=5.0,
-                   help="seconds between polls without notifications (default 5)")
+    p.add_argument("--poll", type=float, default=1.0,
+                   help="seconds between polls without notifications (default 1: notifications "
+                        "are coalesced, so a poll finds what one did not announce)")
     p.add_argument("--dsn", default="", help="libpq connection string (default: PG* environment)")
     p.add_argument("--once", action="store_true", help="drain the queue once and exit")
     p.add_argument("--quiet", action="store_true", help="log nothing but errors")

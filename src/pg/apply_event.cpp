@@ -6,6 +6,7 @@
  */
 #include "pg/boundary.h"
 #include "pg/queue.h"
+#include "pg/shared_state.h"
 #include "pg/verify.h"
 
 extern "C" {
@@ -118,6 +119,8 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		/* Answered queued, so a worker must take it: a failed event of a
 		 * source that was sync (no retry time) becomes due now. */
 		BumpDeliveries(row->id, true);
+		if (row->status == WI_FAILED && row->next_attempt_null)
+			NotifyQueued(src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 	}
 	else if (row->status == WI_PROCESSING && (row->lease_null || row->lease_until > now))
@@ -289,8 +292,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 		queued.lease_null = true;
 		queued.next_attempt_at = now;	/* due at once */
 		InsertEvent(&queued);
-		if (wi_notify)
-			Async_Notify("webhook_idem", src->name);
+		NotifyQueued(src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 		o.attempts = 0;
 		o.attempts_null = false;
@@ -356,6 +358,9 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 		if (Admit(src, fcinfo, &body, &payload, &event_id, &o))
 			o = Deliver(src, body, payload, event_id);
 	}
+
+	/* Unknown names are counted under one label (they are unbounded). */
+	CountOutcome(src != NULL || misconfigured != NULL ? source : NULL, o.status);
 
 	/* Build the answer in the caller's memory: SPI's goes away next. */
 	MemoryContextSwitchTo(outer);

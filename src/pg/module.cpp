@@ -2,7 +2,8 @@
  * module.cpp - the module's magic block, its settings and small helpers
  * shared by the entry points.
  */
-#include "pg/webhook_idem.h"
+#include "pg/queue.h"
+#include "pg/shared_state.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -13,6 +14,7 @@ int			wi_max_body_bytes = 1024 * 1024;
 int			wi_max_event_id_bytes = 512;
 bool		wi_notify = true;
 int			wi_handler_timeout = 0;
+int			wi_notify_interval_ms = 100;
 
 /* Defines the webhook_idem.* settings and reserves the prefix. */
 void
@@ -63,6 +65,25 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("webhook_idem.notify_interval",
+							"How long after a committed NOTIFY for a source this backend sends no other for it.",
+							"Workers that LISTEN are woken by the first event and drain the queue; "
+							"they poll for what no notification announced. 0 notifies every transaction.",
+							&wi_notify_interval_ms,
+							100,
+							0,
+							3600 * 1000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/* Preloaded, the library keeps counters in shared memory and runs its
+	 * own workers. */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		SharedStateRequest();
+		RegisterWorkers();
+	}
 	MarkGUCPrefixReserved("webhook_idem");
 }
 

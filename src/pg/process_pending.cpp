@@ -54,6 +54,58 @@ ProcessOne(int64 id)
 	return true;
 }
 
+static SPIPlanPtr names_plan = NULL;
+
+/* The source and event id of the event with this id; false if none. */
+static bool
+EventNames(int64 id, char **source, char **event_id)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	SPIPlanPtr	plan = KeepPlan(&names_plan,
+								"SELECT source, event_id FROM webhook_idem.events"
+								" WHERE id OPERATOR(pg_catalog.=) $1",
+								1, argtypes);
+	Datum		arg = Int64GetDatum(id);
+	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	*source = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	*event_id = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	return true;
+}
+
+bool
+ApplyClaimedEvent(int64 id, int32 attempt)
+{
+	char	   *source;
+	char	   *event_id;
+	WiSource   *src;
+	EventRow	row;
+	WiHandlerResult res;
+
+	/* The claim lock first, then the row, as every writer takes them. */
+	if (!EventNames(id, &source, &event_id))
+		return false;
+	src = LookupSource(source);
+	if (src == NULL)
+		return false;
+	if (!LockEvent(source, event_id, true))
+		return false;
+	if (!LockEventRow(id, false, &row))
+		return false;
+	/* Fenced: the claim must still be this one. */
+	if (row.status != WI_PROCESSING || row.attempts != attempt)
+		return false;
+	/* claim_next counted the attempt already: run attempt number
+	 * `attempt`, not one more. */
+	row.attempts = attempt - 1;
+	(void) AttemptKnownEvent(src, &row, false, &res);
+	return true;
+}
+
 /* webhook_idem.process_pending(source text, max_events int) RETURNS int */
 extern "C" Datum
 webhook_idem_process_pending(PG_FUNCTION_ARGS)

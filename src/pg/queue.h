@@ -61,3 +61,15 @@ WiEventStatus AttemptKnownEvent(WiSource *src, const EventRow *row, bool deliver
  * rules"): each raises 22023 for a value out of its range. */
 void		CheckLeaseArg(const Interval *lease);
 void		CheckRetryInArg(const Interval *retry_in);
+
+/* Applies an event an in-database worker claimed and committed (status
+ * processing, attempts = attempt): runs its handler for that attempt and
+ * records how it went. False, doing nothing, if the claim is no longer
+ * current (fenced off) or the event or its source is gone. */
+bool		ApplyClaimedEvent(int64 id, int32 attempt);
+
+/* --- bgworker.cpp ---------------------------------------------------- */
+
+/* Defines the workers' settings and registers them with the postmaster
+ * (from _PG_init, while shared_preload_libraries is processed). */
+void		RegisterWorkers(void);

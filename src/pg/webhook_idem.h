@@ -20,6 +20,7 @@ extern int	wi_max_body_bytes;
 extern int	wi_max_event_id_bytes;
 extern bool wi_notify;
 extern int	wi_handler_timeout;	/* ms, 0 = none */
+extern int	wi_notify_interval_ms;
 
 /* Converts a PostgreSQL timestamp to microseconds since the Unix epoch. */
 int64		TimestampToUnixMicros(TimestampTz ts);

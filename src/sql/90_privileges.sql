@@ -17,6 +17,10 @@ GRANT EXECUTE ON FUNCTION webhook_idem.hmac(bytea, bytea, text),
 GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text)
   TO webhook_idem_receiver, webhook_idem_admin;
 
+-- What a thin layer serves at /metrics.
+GRANT EXECUTE ON FUNCTION webhook_idem.metrics()
+  TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
+
 -- Workers claim, complete, fail and process queued events.
 GRANT EXECUTE ON FUNCTION
     webhook_idem.claim_next(text, interval, integer),

@@ -263,3 +263,15 @@ CREATE TRIGGER sources_became_async_on_update AFTER UPDATE OF mode ON webhook_id
   FOR EACH ROW WHEN (NEW.mode = 'async' AND OLD.mode IS DISTINCT FROM NEW.mode)
   EXECUTE FUNCTION webhook_idem._source_became_async();
 REVOKE ALL ON FUNCTION webhook_idem._source_became_async() FROM PUBLIC;
+
+-- Operations: metrics() (src/sql/50_operations.sql).
+CREATE INDEX events_dead_idx ON webhook_idem.events (source) WHERE status = 'dead';
+CREATE FUNCTION webhook_idem.metrics()
+  RETURNS text
+  LANGUAGE c VOLATILE
+  AS 'MODULE_PATHNAME', 'webhook_idem_metrics';
+COMMENT ON FUNCTION webhook_idem.metrics()
+  IS 'Prometheus text format: answers by source and status, handler time, queue depth, oldest due event, dead letters';
+REVOKE ALL ON FUNCTION webhook_idem.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem.metrics()
+  TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;

@@ -1,0 +1,284 @@
+/*
+ * shared_state.cpp - the cluster-wide shared memory of a preloaded
+ * webhook_idem: outcome counters per (database, source). Slots are taken
+ * once and never given back (sources are few and long-lived); counters are
+ * atomics, so counting takes no lock and writes nothing to disk. The
+ * counters start at zero with the server, as Prometheus counters may.
+ */
+#include "pg/shared_state.h"
+
+extern "C" {
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+}
+
+/* How many (database, source) pairs are counted; later ones are not. */
+#define WI_COUNTER_SLOTS 1024
+
+static const char *const outcome_names[WI_N_OUTCOMES] = {
+	"applied", "duplicate", "queued", "in_progress", "payload_mismatch",
+	"invalid_signature", "invalid_payload", "too_large", "unknown_source",
+	"failed", "dead", "stale", "handshake"
+};
+
+typedef struct CounterSlot
+{
+	Oid			dbid;
+	bool		unknown;
+	char		source[129];
+	pg_atomic_uint64 outcomes[WI_N_OUTCOMES];
+	pg_atomic_uint64 handler_runs;
+	pg_atomic_uint64 handler_usec;
+} CounterSlot;
+
+typedef struct SharedState
+{
+	LWLock	   *lock;			/* taken only to add a slot */
+	pg_atomic_uint32 n_slots;	/* slots below this are filled in */
+	pg_atomic_uint64 dropped;	/* counts that found no free slot */
+	CounterSlot slots[WI_COUNTER_SLOTS];
+	/* The workers: their database and latches (NULL: not running), and
+	 * whether a wake-up is pending (1) since they last looked for work. */
+	Oid			worker_db;
+	Latch	   *worker_latch[WI_MAX_WORKERS];
+	pg_atomic_uint32 wakeup;
+} SharedState;
+
+static SharedState *shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+const char *
+OutcomeName(WiOutcomeKind kind)
+{
+	return outcome_names[kind];
+}
+
+int
+OutcomeKindByName(const char *status)
+{
+	for (int i = 0; i < WI_N_OUTCOMES; i++)
+		if (strcmp(outcome_names[i], status) == 0)
+			return i;
+	return -1;
+}
+
+/* Asks for the shared memory and the lock. */
+static void
+RequestShmem(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(SharedState)));
+	RequestNamedLWLockTranche("webhook_idem", 1);
+}
+
+/* Attaches to the shared memory, setting it up in the first process. */
+static void
+StartupShmem(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = (SharedState *) ShmemInitStruct("webhook_idem", sizeof(SharedState), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(SharedState));
+		shared->lock = &(GetNamedLWLockTranche("webhook_idem"))->lock;
+		pg_atomic_init_u32(&shared->n_slots, 0);
+		pg_atomic_init_u64(&shared->dropped, 0);
+		pg_atomic_init_u32(&shared->wakeup, 0);
+		for (int i = 0; i < WI_COUNTER_SLOTS; i++)
+		{
+			for (int k = 0; k < WI_N_OUTCOMES; k++)
+				pg_atomic_init_u64(&shared->slots[i].outcomes[k], 0);
+			pg_atomic_init_u64(&shared->slots[i].handler_runs, 0);
+			pg_atomic_init_u64(&shared->slots[i].handler_usec, 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+SharedStateRequest(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = RequestShmem;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StartupShmem;
+}
+
+bool
+SharedStateAvailable(void)
+{
+	return shared != NULL;
+}
+
+/* The filled slot of (this database, source) among the first n, or NULL. */
+static CounterSlot *
+FindSlot(const char *source, bool unknown, uint32 n)
+{
+	for (uint32 i = 0; i < n; i++)
+	{
+		CounterSlot *s = &shared->slots[i];
+
+		if (s->dbid == MyDatabaseId && s->unknown == unknown &&
+			(unknown || strcmp(s->source, source) == 0))
+			return s;
+	}
+	return NULL;
+}
+
+/* The slot of (this database, source), taken if need be; NULL if full. */
+static CounterSlot *
+SlotFor(const char *source)
+{
+	bool		unknown = source == NULL;
+	uint32		n = pg_atomic_read_u32(&shared->n_slots);
+	CounterSlot *s;
+
+	pg_read_barrier();
+	if ((s = FindSlot(source, unknown, n)) != NULL)
+		return s;
+	if (!unknown && strlen(source) >= sizeof(s->source))
+		return NULL;			/* sources are at most 128 bytes */
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	n = pg_atomic_read_u32(&shared->n_slots);
+	s = FindSlot(source, unknown, n);
+	if (s == NULL && n < WI_COUNTER_SLOTS)
+	{
+		s = &shared->slots[n];
+		s->dbid = MyDatabaseId;
+		s->unknown = unknown;
+		strlcpy(s->source, unknown ? "" : source, sizeof(s->source));
+		pg_write_barrier();
+		pg_atomic_write_u32(&shared->n_slots, n + 1);
+	}
+	LWLockRelease(shared->lock);
+	return s;
+}
+
+void
+CountOutcome(const char *source, const char *status)
+{
+	int			kind;
+	CounterSlot *s;
+
+	if (shared == NULL || (kind = OutcomeKindByName(status)) < 0)
+		return;
+	if ((s = SlotFor(source)) == NULL)
+	{
+		pg_atomic_fetch_add_u64(&shared->dropped, 1);
+		return;
+	}
+	pg_atomic_fetch_add_u64(&s->outcomes[kind], 1);
+}
+
+void
+CountHandlerRun(const char *source, int64 usec)
+{
+	CounterSlot *s;
+
+	if (shared == NULL || (s = SlotFor(source)) == NULL)
+		return;
+	pg_atomic_fetch_add_u64(&s->handler_runs, 1);
+	pg_atomic_fetch_add_u64(&s->handler_usec, (uint64) Max(usec, 0));
+}
+
+WiSourceCounts *
+SnapshotCounts(int *n_out)
+{
+	uint32		n;
+	WiSourceCounts *out;
+	int			k = 0;
+
+	*n_out = 0;
+	if (shared == NULL)
+		return NULL;
+	n = pg_atomic_read_u32(&shared->n_slots);
+	pg_read_barrier();
+	out = (WiSourceCounts *) palloc0(sizeof(WiSourceCounts) * Max(n, 1));
+	for (uint32 i = 0; i < n; i++)
+	{
+		CounterSlot *s = &shared->slots[i];
+
+		if (s->dbid != MyDatabaseId)
+			continue;
+		strlcpy(out[k].source, s->source, sizeof(out[k].source));
+		out[k].unknown = s->unknown;
+		for (int j = 0; j < WI_N_OUTCOMES; j++)
+			out[k].outcomes[j] = pg_atomic_read_u64(&s->outcomes[j]);
+		out[k].handler_runs = pg_atomic_read_u64(&s->handler_runs);
+		out[k].handler_usec = pg_atomic_read_u64(&s->handler_usec);
+		k++;
+	}
+	*n_out = k;
+	return out;
+}
+
+static bool wake_at_commit = false;
+static bool xact_callback_registered = false;
+
+/* At commit, wakes the workers if this transaction queued work and no
+ * wake-up is pending already; at abort, forgets it. */
+static void
+WakeOnCommit(XactEvent event, void *)
+{
+	if (event == XACT_EVENT_COMMIT && wake_at_commit && shared != NULL &&
+		shared->worker_db == MyDatabaseId &&
+		pg_atomic_exchange_u32(&shared->wakeup, 1) == 0)
+	{
+		for (int i = 0; i < WI_MAX_WORKERS; i++)
+		{
+			Latch	   *latch = shared->worker_latch[i];
+
+			if (latch != NULL)
+				SetLatch(latch);
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		wake_at_commit = false;
+}
+
+void
+WakeWorkersAtCommit(void)
+{
+	if (shared == NULL || shared->worker_db != MyDatabaseId)
+		return;
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(WakeOnCommit, NULL);
+		xact_callback_registered = true;
+	}
+	wake_at_commit = true;
+}
+
+/* Withdraws a worker's latch when it exits. */
+static void
+WithdrawWorker(int, Datum slot)
+{
+	shared->worker_latch[DatumGetInt32(slot)] = NULL;
+}
+
+void
+AnnounceWorker(int slot, Oid dboid)
+{
+	shared->worker_db = dboid;
+	shared->worker_latch[slot] = &MyProc->procLatch;
+	on_shmem_exit(WithdrawWorker, Int32GetDatum(slot));
+}
+
+void
+ClearWakeup(void)
+{
+	pg_atomic_write_u32(&shared->wakeup, 0);
+}

@@ -1,0 +1,89 @@
+/*
+ * shared_state.h - what backends of the cluster share when the library is
+ * in shared_preload_libraries: outcome counters per (database, source) for
+ * metrics(), and the in-database workers' latches. Without preloading
+ * there is no shared state: the counters are not kept and nothing is
+ * woken (workers outside the server poll or LISTEN).
+ */
+#pragma once
+
+#include "pg/webhook_idem.h"
+
+/* The answers apply_event gives (SPEC section 2), in metrics() order. */
+typedef enum WiOutcomeKind
+{
+	WI_OUT_APPLIED,
+	WI_OUT_DUPLICATE,
+	WI_OUT_QUEUED,
+	WI_OUT_IN_PROGRESS,
+	WI_OUT_PAYLOAD_MISMATCH,
+	WI_OUT_INVALID_SIGNATURE,
+	WI_OUT_INVALID_PAYLOAD,
+	WI_OUT_TOO_LARGE,
+	WI_OUT_UNKNOWN_SOURCE,
+	WI_OUT_FAILED,
+	WI_OUT_DEAD,
+	WI_OUT_STALE,
+	WI_OUT_HANDSHAKE,
+	WI_N_OUTCOMES
+} WiOutcomeKind;
+
+/* The status word of an outcome kind ("applied", ...). */
+const char *OutcomeName(WiOutcomeKind kind);
+
+/* The outcome kind of a status word, or -1 if it is none. */
+int			OutcomeKindByName(const char *status);
+
+/* Called from _PG_init while shared_preload_libraries is being processed:
+ * asks for the shared memory and installs the hooks that set it up. */
+void		SharedStateRequest(void);
+
+/* True if the shared state exists (the library was preloaded). */
+bool		SharedStateAvailable(void);
+
+/* Counts one answer of apply_event for source (NULL: no such source; such
+ * answers are counted under one label, since their names are unbounded).
+ * Free of I/O; does nothing without the shared state. */
+void		CountOutcome(const char *source, const char *status);
+
+/* Adds one handler run of usec microseconds to source's handler time. */
+void		CountHandlerRun(const char *source, int64 usec);
+
+/* One source's counters as metrics() reads them. */
+typedef struct WiSourceCounts
+{
+	char		source[129];
+	bool		unknown;		/* the label of deliveries to unknown sources */
+	uint64		outcomes[WI_N_OUTCOMES];
+	uint64		handler_runs;
+	uint64		handler_usec;
+} WiSourceCounts;
+
+/* Copies the counters of the current database into a palloc'd array;
+ * *n receives their number (0 without the shared state). */
+WiSourceCounts *SnapshotCounts(int *n);
+
+/* --- the in-database workers (bgworker.cpp) ------------------------- */
+
+/* The most in-database workers webhook_idem.workers may ask for. */
+#define WI_MAX_WORKERS 32
+
+/* Says that the current transaction queued work: when it commits, the
+ * in-database workers of this database are woken (once, however many
+ * events it queued; not at all if a wake-up is already pending). */
+void		WakeWorkersAtCommit(void);
+
+/* Worker number slot announces its latch, for database dboid; it is
+ * withdrawn when the process exits. */
+void		AnnounceWorker(int slot, Oid dboid);
+
+/* Clears the pending wake-up before a worker looks for work. */
+void		ClearWakeup(void);
+
+/* --- wakeup.cpp ------------------------------------------------------ */
+
+/* Wakes whoever applies source's queued events once the current
+ * transaction commits: a NOTIFY webhook_idem, '<source>' (when
+ * webhook_idem.notify is on), coalesced, and the in-database workers'
+ * latch. */
+void		NotifyQueued(const char *source);

@@ -1,0 +1,208 @@
+
+# The in-database workers (shared_preload_libraries = 'webhook_idem'):
+# they start with the server, are woken through their latch when events
+# are queued, drain a burst with nothing lost or doubled, park a poisoned
+# event as dead, obey webhook_idem.handler_timeout, count an attempt that
+# was killed mid-handler (kill -9:
+# the claim was committed before the handler ran) and apply the event once
+# after the restart, and come back after a server restart. metrics() shows
+# the counters kept in shared memory.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('bgworkers');
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'webhook_idem'
+webhook_idem.workers = 2
+webhook_idem.database = 'postgres'
+webhook_idem.worker_lease = '2s'
+restart_after_crash = on
+});
+$node->start;
+
+# Workers start with the server, even before the extension exists.
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
+	'two workers run');
+
+# The handler records each committed run; "poison" always raises; "slow"
+# waits on advisory lock 42 (shared) on its first attempt, so that the
+# worker can be killed in the middle of it.
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied_log (event_id text NOT NULL, attempt int NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  attempt int := (webhook_idem.current_event()).attempts;
+BEGIN
+  INSERT INTO applied_log VALUES (p->>'id', attempt);
+  IF p->>'type' = 'poison' THEN
+    RAISE EXCEPTION 'poison %', p->>'id';
+  END IF;
+  IF p->>'type' = 'slow' AND attempt = 1 THEN
+    PERFORM pg_advisory_xact_lock_shared(42);
+  END IF;
+  RETURN jsonb_build_object('ok', p->>'id');
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'bg', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, max_attempts => 3, backoff => '100 milliseconds');
+});
+
+# Queues event $id with the given type.
+sub enqueue
+{
+	my ($id, $type) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT status FROM webhook_idem.apply_event('bg', "
+		  . "convert_to('{\"id\": \"$id\", \"type\": \"$type\"}', 'UTF8'))");
+}
+
+# 1. One event is applied by a worker, woken at once (long before the
+# workers' one-second idle timeout would find it).
+my $t0 = time();
+is(enqueue('one', 'plain'), 'queued', 'an async delivery is queued');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'one'"),
+	'a worker applied it');
+my $waited = time() - $t0;
+cmp_ok($waited, '<', 5, "applied ${waited}s after it was queued");
+
+# 2. A burst of 1000 events from 4 connections, with repeats of each.
+my $script = $node->basedir . '/burst.sql';
+open my $fh, '>', $script or die "cannot write $script: $!";
+print $fh q{\set n random(1, 1000)
+SELECT status FROM webhook_idem.apply_event('bg', convert_to('{"id": "b' || :n || '"}', 'UTF8'));
+};
+close $fh;
+$node->command_ok(
+	[ 'pgbench', '-n', '-c', '4', '-j', '2', '-t', '750', '-f', $script, '-d', $node->connstr('postgres') ],
+	'burst delivered');
+# Any ids the random draws missed are delivered once each.
+$node->safe_psql('postgres', q{
+SELECT webhook_idem.apply_event('bg', convert_to('{"id": "b' || i || '"}', 'UTF8'))
+  FROM generate_series(1, 1000) i});
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1000 FROM webhook_idem.events WHERE event_id LIKE 'b%' AND status = 'applied'",
+		't', 60),
+	'the burst was drained');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*) || '/' || count(DISTINCT event_id) FROM applied_log WHERE event_id LIKE 'b%'"),
+	'1000/1000',
+	'every event of the burst applied exactly once');
+
+# 3. A poisoned event: failed, retried with backoff, dead after 3 attempts;
+# the queue goes on around it.
+enqueue('poison', 'poison');
+enqueue('after_poison', 'plain');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'dead' AND attempts = 3 FROM webhook_idem.events WHERE event_id = 'poison'"),
+	'the poisoned event is dead after 3 attempts');
+is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.events WHERE event_id = 'after_poison'"),
+	'applied', 'the event after it was applied');
+is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log WHERE event_id = 'poison'"),
+	'0', 'no effect of the poisoned event committed');
+
+# 4. kill -9 of a worker in the middle of a handler.
+my $blocker = $node->background_psql('postgres');
+$blocker->query_safe('SELECT pg_advisory_lock(42)');
+enqueue('slow', 'slow');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'}),
+	'a worker is inside the slow handler');
+is($node->safe_psql('postgres', "SELECT status || '|' || attempts FROM webhook_idem.events WHERE event_id = 'slow'"),
+	'processing|1', 'its claim (attempt 1) is committed');
+my $pid = $node->safe_psql('postgres', q{
+SELECT pid FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'});
+kill 'KILL', $pid;
+eval { $blocker->quit; };
+# The postmaster restarts the cluster after the crash; the workers with it.
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
+	'the workers are back after the crash');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'slow'", 't', 60),
+	'the event is applied once its lease ran out');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT (SELECT attempts FROM webhook_idem.events WHERE event_id = 'slow') || '|' || "
+		  . "(SELECT string_agg(attempt::text, ',') FROM applied_log WHERE event_id = 'slow')"),
+	'2|2',
+	'the killed attempt was counted, and only the second one took effect');
+
+# 5. webhook_idem.handler_timeout, from postgresql.conf: a handler that
+# runs past it has failed that attempt; the retry applies the event.
+$node->safe_psql('postgres', q{
+CREATE OR REPLACE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  attempt int := (webhook_idem.current_event()).attempts;
+BEGIN
+  IF p->>'type' = 'hang' AND attempt = 1 THEN
+    PERFORM pg_sleep(30);
+  END IF;
+  INSERT INTO applied_log VALUES (p->>'id', attempt);
+  IF p->>'type' = 'poison' THEN
+    RAISE EXCEPTION 'poison %', p->>'id';
+  END IF;
+  RETURN jsonb_build_object('ok', p->>'id');
+END
+$$;
+ALTER SYSTEM SET webhook_idem.handler_timeout = '300ms';
+SELECT pg_reload_conf();
+});
+sleep 1;
+enqueue('hang', 'hang');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'hang'", 't', 30),
+	'a handler past handler_timeout failed its attempt, the retry applied the event');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT attempts || '|' || (SELECT string_agg(attempt::text, ',') FROM applied_log WHERE event_id = 'hang') "
+		  . "FROM webhook_idem.events WHERE event_id = 'hang'"),
+	'2|2',
+	'the timed-out attempt was counted and left no effect');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET webhook_idem.handler_timeout; SELECT pg_reload_conf();');
+
+# 6. A server restart: the workers come back and queued work is applied.
+$node->stop('fast');
+$node->start;
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
+	'the workers start again with the server');
+enqueue('after_restart', 'plain');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'after_restart'"),
+	'and apply what is queued');
+
+# 7. metrics(): shared-memory counters (since the restart) and the gauges.
+enqueue('after_restart', 'plain');
+$node->safe_psql('postgres', "SELECT webhook_idem.apply_event('nope', '{}')");
+my $metrics = $node->safe_psql('postgres', 'SELECT webhook_idem.metrics()');
+like($metrics, qr/^webhook_idem_counters_available 1$/m, 'counters are kept when preloaded');
+like($metrics, qr/^webhook_idem_deliveries_total\{source="bg",status="queued"\} 1$/m,
+	'queued answers counted');
+like($metrics, qr/^webhook_idem_deliveries_total\{source="bg",status="duplicate"\} 1$/m,
+	'duplicates counted');
+like($metrics, qr/^webhook_idem_deliveries_total\{status="unknown_source"\} 1$/m,
+	'deliveries to unknown sources counted under one label');
+like($metrics, qr/^webhook_idem_dead_letters\{source="bg"\} 1$/m, 'dead letters');
+like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
+
+$node->stop;
+done_testing();
