@@ -35,6 +35,9 @@ COMMENT ON COLUMN webhook_idem.events.deliveries IS 'Verified deliveries of this
 -- (nearly all of them) cost this index nothing.
 CREATE INDEX events_due_idx ON webhook_idem.events (next_attempt_at)
   WHERE status IN ('queued', 'processing', 'failed');
+-- The same, by source, for workers that serve one source.
+CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
+  WHERE status IN ('queued', 'processing', 'failed');
 
 CREATE VIEW webhook_idem.dead_letters AS
   SELECT id, source, event_id, payload, deliveries, attempts, received_at, last_error

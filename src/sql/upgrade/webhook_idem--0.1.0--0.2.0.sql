@@ -305,3 +305,8 @@ COMMENT ON VIEW webhook_idem.stats IS 'Per source: events by status, duplicates 
 COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveries recorded in events.deliveries (of events not applied yet, or with another body), plus duplicates of applied events answered since the server started (counted in shared memory when preloaded; such duplicates write nothing)';
 REVOKE ALL ON FUNCTION webhook_idem._duplicates_answered(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
+
+-- Workers of one source walk its due events in order (src/sql/20_events.sql).
+-- The same, by source, for workers that serve one source.
+CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
+  WHERE status IN ('queued', 'processing', 'failed');
