@@ -37,7 +37,8 @@ SELECT source FROM webhook_idem.register_source('stripe_t', 'stripe', ARRAY['whs
 \set e1 '{"id": "evt_1", "type": "charge.succeeded", "data": {"object": {"amount": 100, "account": "acct_1"}}}'
 -- applied (200): first delivery; the handler's result is returned.
 SELECT * FROM pg_temp.deliver(:'e1');
--- duplicate (200): the stored result of the first application; nothing re-applied.
+-- duplicate (200): the stored result of the first application; nothing
+-- re-applied, nothing written (deliveries stays 1: sql/duplicates.sql).
 SELECT * FROM pg_temp.deliver(:'e1');
 SELECT * FROM pg_temp.deliver(:'e1');
 SELECT balance FROM billing.accounts;

@@ -10,6 +10,7 @@
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_metrics);
+PG_FUNCTION_INFO_V1(webhook_idem_duplicates_answered);
 }
 
 static SPIPlanPtr gauges_plan = NULL;
@@ -178,4 +179,18 @@ webhook_idem_metrics(PG_FUNCTION_ARGS)
 
 	result = cstring_to_text_with_len(out.data, out.len);
 	PG_RETURN_TEXT_P(result);
+}
+
+/*
+ * webhook_idem._duplicates_answered(source text) RETURNS bigint: the
+ * duplicates of applied events answered for source since the server
+ * started, as counted in shared memory (they are not written to their
+ * event's row); NULL when no counters are kept (not preloaded).
+ */
+extern "C" Datum
+webhook_idem_duplicates_answered(PG_FUNCTION_ARGS)
+{
+	if (!SharedStateAvailable())
+		PG_RETURN_NULL();
+	PG_RETURN_INT64((int64) CountedOutcome(text_to_cstring(PG_GETARG_TEXT_PP(0)), WI_OUT_DUPLICATE));
 }

@@ -54,14 +54,33 @@ int64
 NextDue(text *source, const int64 *skip, int n_skip)
 {
 	static const Oid argtypes[2] = {TEXTOID, INT8ARRAYOID};
-	SPIPlanPtr	plan = KeepPlan(&due_plan,
-								"SELECT id FROM webhook_idem.events"
-								" WHERE " WI_DUE_SQL
-								"   AND ($1 IS NULL OR source OPERATOR(pg_catalog.=) $1)"
-								"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-								" ORDER BY next_attempt_at LIMIT 1"
-								" FOR UPDATE SKIP LOCKED",
-								2, argtypes);
+	static SPIPlanPtr source_due_plan = NULL;
+
+	/*
+	 * Two statements, so that each plan walks an index in the order asked
+	 * for and stops at the first row it may lock: every due event in order
+	 * (events_due_idx), or one source's (events_source_due_idx). One
+	 * statement for both ("$1 IS NULL OR source = $1") made the planner
+	 * sort all of a source's due events for every event taken, which grows
+	 * with the backlog.
+	 */
+	SPIPlanPtr	plan = source == NULL
+		? KeepPlan(&due_plan,
+				   "SELECT id FROM webhook_idem.events"
+				   " WHERE " WI_DUE_SQL
+				   "   AND $1 IS NULL"
+				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+				   " ORDER BY next_attempt_at LIMIT 1"
+				   " FOR UPDATE SKIP LOCKED",
+				   2, argtypes)
+		: KeepPlan(&source_due_plan,
+				   "SELECT id FROM webhook_idem.events"
+				   " WHERE " WI_DUE_SQL
+				   "   AND source OPERATOR(pg_catalog.=) $1"
+				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+				   " ORDER BY source, next_attempt_at LIMIT 1"
+				   " FOR UPDATE SKIP LOCKED",
+				   2, argtypes);
 	Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (n_skip + 1));
 	Datum		args[2];
 	char		nulls[2] = {source ? ' ' : 'n', ' '};

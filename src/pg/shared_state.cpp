@@ -192,6 +192,20 @@ CountHandlerRun(const char *source, int64 usec)
 	pg_atomic_fetch_add_u64(&s->handler_usec, (uint64) Max(usec, 0));
 }
 
+uint64
+CountedOutcome(const char *source, WiOutcomeKind kind)
+{
+	uint32		n;
+	CounterSlot *s;
+
+	if (shared == NULL)
+		return 0;
+	n = pg_atomic_read_u32(&shared->n_slots);
+	pg_read_barrier();
+	s = FindSlot(source, false, n);
+	return s ? pg_atomic_read_u64(&s->outcomes[kind]) : 0;
+}
+
 WiSourceCounts *
 SnapshotCounts(int *n_out)
 {

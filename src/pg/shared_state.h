@@ -59,6 +59,10 @@ typedef struct WiSourceCounts
 	uint64		handler_usec;
 } WiSourceCounts;
 
+/* How many answers of this kind apply_event gave for source in this
+ * database since the server started (0 without the shared state). */
+uint64		CountedOutcome(const char *source, WiOutcomeKind kind);
+
 /* Copies the counters of the current database into a palloc'd array;
  * *n receives their number (0 without the shared state). */
 WiSourceCounts *SnapshotCounts(int *n);

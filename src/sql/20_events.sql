@@ -35,12 +35,24 @@ COMMENT ON COLUMN webhook_idem.events.deliveries IS 'Verified deliveries of this
 -- (nearly all of them) cost this index nothing.
 CREATE INDEX events_due_idx ON webhook_idem.events (next_attempt_at)
   WHERE status IN ('queued', 'processing', 'failed');
+-- The same, by source, for workers that serve one source.
+CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
+  WHERE status IN ('queued', 'processing', 'failed');
 
 CREATE VIEW webhook_idem.dead_letters AS
   SELECT id, source, event_id, payload, deliveries, attempts, received_at, last_error
     FROM webhook_idem.events
    WHERE status = 'dead';
 COMMENT ON VIEW webhook_idem.dead_letters IS 'Events whose attempts are exhausted: replay them with webhook_idem.replay';
+
+-- Duplicates of applied events write nothing to their row; when the
+-- library is preloaded they are counted in shared memory (NULL otherwise).
+CREATE FUNCTION webhook_idem._duplicates_answered(source text)
+  RETURNS bigint
+  LANGUAGE c STABLE STRICT
+  AS 'MODULE_PATHNAME', 'webhook_idem_duplicates_answered';
+COMMENT ON FUNCTION webhook_idem._duplicates_answered(text)
+  IS 'Duplicates of applied events answered for source since the server started (shared memory; NULL if not preloaded)';
 
 CREATE VIEW webhook_idem.stats AS
   SELECT s.source,
@@ -50,10 +62,13 @@ CREATE VIEW webhook_idem.stats AS
          count(e.id) FILTER (WHERE e.status = 'applied')    AS applied,
          count(e.id) FILTER (WHERE e.status = 'failed')     AS failed,
          count(e.id) FILTER (WHERE e.status = 'dead')       AS dead,
-         coalesce(sum(e.deliveries - 1), 0)::bigint         AS duplicates_absorbed,
+         (coalesce(sum(e.deliveries - 1), 0)
+          + coalesce(webhook_idem._duplicates_answered(s.source), 0))::bigint
+                                                            AS duplicates_absorbed,
          now() - min(e.received_at) FILTER (WHERE e.status IN ('queued', 'processing', 'failed'))
                                                             AS oldest_waiting_age
     FROM webhook_idem.sources s
     LEFT JOIN webhook_idem.events e ON e.source = s.source
    GROUP BY s.source, s.mode;
 COMMENT ON VIEW webhook_idem.stats IS 'Per source: events by status, duplicates absorbed, age of the oldest waiting event';
+COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveries recorded in events.deliveries (of events not applied yet, or with another body), plus duplicates of applied events answered since the server started (counted in shared memory when preloaded; such duplicates write nothing)';

@@ -43,6 +43,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_adm
 GRANT SELECT (source), INSERT, UPDATE (secrets), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
 GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
 GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
+GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
 
 -- pg_dump keeps sources, secrets and events (the de-duplication record).
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.sources', '');

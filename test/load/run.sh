@@ -114,7 +114,8 @@ echo "load: $receivers receivers (pgbench), $workers workers (examples/worker.py
 
 "$bindir/initdb" -D "$data" -A trust -U "$run_as" -E UTF8 --locale=C --no-sync >"$work/initdb.log" 2>&1
 "$bindir/pg_ctl" -D "$data" -l "$work/server.log" -w -o "-k $work -p $PGPORT -c listen_addresses= \
- -c max_connections=50 -c shared_buffers=128MB -c log_min_messages=warning -c deadlock_timeout=200ms" \
+ -c max_connections=50 -c shared_buffers=128MB -c log_min_messages=warning -c deadlock_timeout=200ms \
+ -c shared_preload_libraries=webhook_idem -c webhook_idem.workers=0" \
 	start >/dev/null
 q -v max_attempts="$max_attempts" -f "$here/setup.sql" >/dev/null
 

@@ -81,14 +81,14 @@ for my $round (1 .. $rounds)
 		'-f', $script, '-h', $node->host, '-p', $node->port, 'postgres');
 	my $bench = IPC::Run::start(\@cmd, '>', \$out, '2>', \$err);
 
-	# Let the load run until at least 1000 more deliveries have committed
-	# (and for $load_seconds at least), then stop the server in the middle
-	# of it.
+	# Let the load run until at least 300 more events have committed (and
+	# for $load_seconds at least), then stop the server in the middle of it.
+	# (Duplicates of applied events are not written to their row, so the
+	# events, not their deliveries, show the progress.)
 	usleep($load_seconds * 1_000_000);
 	ok( $node->poll_query_until(
 			'postgres', qq{
-SELECT count(*) > $prev_rows AND sum(deliveries) >= $prev_deliveries + 1000
-  FROM webhook_idem.events WHERE source = 'load_src'}),
+SELECT count(*) >= $prev_rows + 300 FROM webhook_idem.events WHERE source = 'load_src'}),
 		"round $round: deliveries are being applied");
 	$node->stop('immediate');
 	$bench->finish;    # pgbench's clients lose their connections: it fails
@@ -101,7 +101,6 @@ SELECT count(*) > $prev_rows AND sum(deliveries) >= $prev_deliveries + 1000
 	my ($rows, $not_applied, $twice, $no_effect, $no_row, $balanced, $accounts_off, $log_events, $deliveries) = @c;
 	note "round $round: $rows event rows, $deliveries deliveries";
 	cmp_ok($rows, '>', $prev_rows, "round $round: events were recorded");
-	cmp_ok($deliveries, '>', $rows, "round $round: duplicates were delivered too");
 	is($not_applied, '0', "round $round: every recorded event is applied");
 	is($twice, '0', "round $round: no event applied twice");
 	is($no_effect, '0', "round $round: no event row without its handler effect");

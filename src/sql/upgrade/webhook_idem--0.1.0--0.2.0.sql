@@ -275,3 +275,38 @@ COMMENT ON FUNCTION webhook_idem.metrics()
 REVOKE ALL ON FUNCTION webhook_idem.metrics() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem.metrics()
   TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
+
+-- Duplicates of applied events write nothing (issue 9): the stats view
+-- adds those counted in shared memory (src/sql/20_events.sql).
+CREATE FUNCTION webhook_idem._duplicates_answered(source text)
+  RETURNS bigint
+  LANGUAGE c STABLE STRICT
+  AS 'MODULE_PATHNAME', 'webhook_idem_duplicates_answered';
+COMMENT ON FUNCTION webhook_idem._duplicates_answered(text)
+  IS 'Duplicates of applied events answered for source since the server started (shared memory; NULL if not preloaded)';
+
+CREATE OR REPLACE VIEW webhook_idem.stats AS
+  SELECT s.source,
+         s.mode,
+         count(e.id) FILTER (WHERE e.status = 'queued')     AS queued,
+         count(e.id) FILTER (WHERE e.status = 'processing') AS processing,
+         count(e.id) FILTER (WHERE e.status = 'applied')    AS applied,
+         count(e.id) FILTER (WHERE e.status = 'failed')     AS failed,
+         count(e.id) FILTER (WHERE e.status = 'dead')       AS dead,
+         (coalesce(sum(e.deliveries - 1), 0)
+          + coalesce(webhook_idem._duplicates_answered(s.source), 0))::bigint
+                                                            AS duplicates_absorbed,
+         now() - min(e.received_at) FILTER (WHERE e.status IN ('queued', 'processing', 'failed'))
+                                                            AS oldest_waiting_age
+    FROM webhook_idem.sources s
+    LEFT JOIN webhook_idem.events e ON e.source = s.source
+   GROUP BY s.source, s.mode;
+COMMENT ON VIEW webhook_idem.stats IS 'Per source: events by status, duplicates absorbed, age of the oldest waiting event';
+COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveries recorded in events.deliveries (of events not applied yet, or with another body), plus duplicates of applied events answered since the server started (counted in shared memory when preloaded; such duplicates write nothing)';
+REVOKE ALL ON FUNCTION webhook_idem._duplicates_answered(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
+
+-- Workers of one source walk its due events in order (src/sql/20_events.sql).
+-- The same, by source, for workers that serve one source.
+CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
+  WHERE status IN ('queued', 'processing', 'failed');
