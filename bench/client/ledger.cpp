@@ -31,6 +31,7 @@ Totals Merge(std::vector<ThreadStats> *threads) {
     t.latency_us.insert(t.latency_us.end(), s.latency_us.begin(), s.latency_us.end());
     t.ok_unique.insert(t.ok_unique.end(), s.ok.begin(), s.ok.end());
     for (const auto &[k, v] : s.answers) t.answers[k] += v;
+    for (const auto &[k, v] : s.window_answers) t.window_answers[k] += v;
     if (t.first_error.empty()) t.first_error = s.first_error;
     s.latency_us.clear();
     s.ok.clear();
