@@ -9,7 +9,7 @@
 # everything it started, whatever happens.
 #
 # Usage: bench/run.sh [--quick] [--threads N] [--seconds S] [--warmup S]
-#          [--dup-rate R] [--rounds N] [--workers N] [--accounts N]
+#          [--dup-rate R] [--rounds N] [--workers N] [--batch N] [--accounts N]
 #          [--pipelines "idem_sync plpgsql ..."] [--apart "idem_sync floor ..."]
 #          [--intake "idem_async idem_bgw"] [--intake-seconds S] [--preapplied N]
 #          [--scale-sizes "10000 1000000"] [--no-preload]
@@ -34,6 +34,7 @@ WARMUP=""
 DUP_RATE=0.1
 ROUNDS=""
 WORKERS=2
+BATCH=50                                      # process_pending's max_events
 ACCOUNTS=10000
 PIPELINES="idem_sync idem_async idem_bgw seed_lock seed_queue plpgsql plpgsql_min floor"
 APART="idem_sync plpgsql plpgsql_min floor"   # first deliveries and duplicates apart
@@ -54,6 +55,7 @@ while (($#)); do
     --dup-rate) DUP_RATE=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
     --workers) WORKERS=$2; shift ;;
+    --batch) BATCH=$2; shift ;;
     --accounts) ACCOUNTS=$2; shift ;;
     --pipelines) PIPELINES=$2; shift ;;
     --apart) APART=$2; shift ;;
@@ -77,7 +79,7 @@ if ((QUICK)); then
   MODE=quick
 else
   : "${SECONDS_RUN:=6}" "${WARMUP:=1}" "${ROUNDS:=3}" "${SCALE_SIZES:=10000 1000000 10000000}"
-  : "${INTAKE_SECONDS:=3}" "${PREAPPLIED:=20000}"
+  : "${INTAKE_SECONDS:=2}" "${PREAPPLIED:=20000}"
   SCENARIO_EVENTS=20; BURST_EVENTS=40; BURST_CONNECTIONS=32; SCENARIO_TTL_MS=2000; SCALE_ROUNDS=2
   MODE=full
 fi
@@ -325,10 +327,13 @@ for setting in on off; do
         sync) extra=(--dup-rate "$DUP_RATE") ;;
         first) extra=(--dup-rate 0) ;;
         dup) extra=(--dup-rate 0 --preapplied "$PREAPPLIED") ;;
-        intake) extra=(--dup-rate 0 --max-backlog 0); seconds=$INTAKE_SECONDS ;;
+        # The whole burst must drain before the count (no event may be
+        # counted lost for want of time): a long drain timeout.
+        intake) extra=(--dup-rate 0 --max-backlog 0 --drain-timeout 900); seconds=$INTAKE_SECONDS ;;
       esac
       client run --pipeline "$p" --pg "$(conn_for "$p" "$setting")" --label "$label" --round "$round" \
-        --threads "$THREADS" --seconds "$seconds" --warmup "$WARMUP" --workers "$WORKERS" "${extra[@]}"
+        --threads "$THREADS" --seconds "$seconds" --warmup "$WARMUP" --workers "$WORKERS" \
+        --batch "$BATCH" "${extra[@]}"
     done
   done
 done

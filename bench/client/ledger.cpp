@@ -58,8 +58,13 @@ double Drain(const Options &o, PgConn &ctl, long want, WorkerPool *pool, Progres
   long last_runs = -1;
   while (true) {
     if (pool) pool->Supervise();
-    PgResult r = ctl.Exec("SELECT count(*), count(DISTINCT event_id) FROM bench.handler_runs");
-    long runs = r.integer(0, 0), distinct = r.integer(0, 1);
+    // The count of distinct events sorts the whole log: it runs only once
+    // the plain count (cheap, and never below it) says the drain may be done,
+    // so that polling takes little from the workers on a 2-core machine.
+    long runs = ctl.Exec("SELECT count(*) FROM bench.handler_runs").integer(0, 0);
+    long distinct = runs;
+    if (runs >= want)
+      distinct = ctl.Exec("SELECT count(DISTINCT event_id) FROM bench.handler_runs").integer(0, 0);
     if (runs != last_runs) {
       last_runs = runs;
       last_change = std::chrono::steady_clock::now();
