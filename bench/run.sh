@@ -1,16 +1,21 @@
 #!/bin/bash
 # run.sh - the webhook_idem benchmark, end to end: builds the C++ client,
-# starts a throwaway PostgreSQL cluster and a Redis server on loopback, runs
-# the six pipelines side by side (synchronous_commit on, then off), the fault
-# scenarios and the scale curve, writes bench/results/<date>[-quick]-*.md and
-# PNG charts, and stops everything it started, whatever happens.
+# starts a throwaway PostgreSQL cluster (webhook_idem preloaded, its
+# in-database workers serving a second database) and a Redis server on
+# loopback, runs the eight pipelines side by side (synchronous_commit on,
+# then off): mixed deliveries, first deliveries and duplicates apart, async
+# intake with no backlog limit; then the fault scenarios and the scale
+# curve, writes bench/results/<date>[-quick]-*.md and PNG charts, and stops
+# everything it started, whatever happens.
 #
 # Usage: bench/run.sh [--quick] [--threads N] [--seconds S] [--warmup S]
-#          [--dup-rate R] [--rounds N] [--workers N] [--accounts N]
-#          [--pipelines "idem_sync plpgsql ..."] [--scale-sizes "10000 1000000"]
+#          [--dup-rate R] [--rounds N] [--workers N] [--batch N] [--accounts N]
+#          [--pipelines "idem_sync plpgsql ..."] [--apart "idem_sync floor ..."]
+#          [--intake "idem_async idem_bgw"] [--intake-seconds S] [--preapplied N]
+#          [--scale-sizes "10000 1000000"] [--no-preload]
 #          [--no-scenarios] [--no-scale] [--keep-logs]
 # `make bench` runs it after installing the extension; `make bench QUICK=1`
-# passes --quick (under three minutes).
+# passes --quick (about four minutes).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,8 +34,14 @@ WARMUP=""
 DUP_RATE=0.1
 ROUNDS=""
 WORKERS=2
+BATCH=50                                      # process_pending's max_events
 ACCOUNTS=10000
-PIPELINES="idem_sync idem_async seed_lock seed_queue plpgsql floor"
+PIPELINES="idem_sync idem_async idem_bgw seed_lock seed_queue plpgsql plpgsql_min floor"
+APART="idem_sync plpgsql plpgsql_min floor"   # first deliveries and duplicates apart
+INTAKE="idem_async idem_bgw"                  # async intake, no backlog limit
+INTAKE_SECONDS=""
+PREAPPLIED=""
+PRELOAD=1
 SCALE_SIZES=""
 SCENARIOS=1
 SCALE=1
@@ -44,24 +55,32 @@ while (($#)); do
     --dup-rate) DUP_RATE=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
     --workers) WORKERS=$2; shift ;;
+    --batch) BATCH=$2; shift ;;
     --accounts) ACCOUNTS=$2; shift ;;
     --pipelines) PIPELINES=$2; shift ;;
+    --apart) APART=$2; shift ;;
+    --intake) INTAKE=$2; shift ;;
+    --intake-seconds) INTAKE_SECONDS=$2; shift ;;
+    --preapplied) PREAPPLIED=$2; shift ;;
+    --no-preload) PRELOAD=0 ;;
     --scale-sizes) SCALE_SIZES=$2; shift ;;
     --no-scenarios) SCENARIOS=0 ;;
     --no-scale) SCALE=0 ;;
     --keep-logs) KEEP=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 if ((QUICK)); then
   : "${SECONDS_RUN:=3}" "${WARMUP:=0.5}" "${ROUNDS:=1}" "${SCALE_SIZES:=10000 1000000}"
+  : "${INTAKE_SECONDS:=1.5}" "${PREAPPLIED:=5000}"
   SCENARIO_EVENTS=8; BURST_EVENTS=10; BURST_CONNECTIONS=16; SCENARIO_TTL_MS=500; SCALE_ROUNDS=1
   MODE=quick
 else
-  : "${SECONDS_RUN:=8}" "${WARMUP:=1}" "${ROUNDS:=5}" "${SCALE_SIZES:=10000 1000000 10000000}"
-  SCENARIO_EVENTS=20; BURST_EVENTS=40; BURST_CONNECTIONS=32; SCENARIO_TTL_MS=2000; SCALE_ROUNDS=3
+  : "${SECONDS_RUN:=6}" "${WARMUP:=1}" "${ROUNDS:=3}" "${SCALE_SIZES:=10000 1000000 10000000}"
+  : "${INTAKE_SECONDS:=2}" "${PREAPPLIED:=20000}"
+  SCENARIO_EVENTS=20; BURST_EVENTS=40; BURST_CONNECTIONS=32; SCENARIO_TTL_MS=2000; SCALE_ROUNDS=2
   MODE=full
 fi
 STAMP=$(date +%Y-%m-%d)
@@ -196,6 +215,45 @@ if ! "${PSQL[@]}" -d bench -v secret="$SECRET" -f "$BENCH/sql/idem.sql" >"$WORK/
   echo "run.sh: webhook_idem could not be set up; its pipelines will report: $IDEM_ERROR" >&2
 fi
 
+# The in-database workers (pipeline idem_bgw) serve one database: bench_bgw,
+# the same schema and sources as bench, so that they never compete with the
+# process_pending workers of idem_async and all pipelines share one cluster
+# and one run. They need webhook_idem in shared_preload_libraries: restart
+# with it (and without it again if the server will not start so).
+BGW_ERROR=""
+PRELOAD_CONF="$PGDATA/bench_preload.conf"
+echo "include_if_exists = 'bench_preload.conf'" >>"$PGDATA/postgresql.conf"
+if [[ -n $IDEM_ERROR ]]; then
+  BGW_ERROR="webhook_idem not installed: $IDEM_ERROR"
+elif ((!PRELOAD)); then
+  BGW_ERROR="not run (--no-preload)"
+else
+  say "restarting PostgreSQL with shared_preload_libraries = 'webhook_idem' ($WORKERS in-database workers on bench_bgw)"
+  "${PSQL[@]}" -d postgres -c "CREATE DATABASE bench_bgw"
+  "${PSQL[@]}" -d bench_bgw -v secret="$SECRET" -v accounts="$ACCOUNTS" -f "$BENCH/sql/schema.sql" >/dev/null
+  "${PSQL[@]}" -d bench_bgw -v secret="$SECRET" -f "$BENCH/sql/idem.sql" >>"$WORK/idem.log" 2>&1 ||
+    BGW_ERROR="webhook_idem could not be set up in bench_bgw"
+  printf '%s\n' "shared_preload_libraries = 'webhook_idem'" "webhook_idem.workers = $WORKERS" \
+    "webhook_idem.database = 'bench_bgw'" >"$PRELOAD_CONF"
+  chmod 644 "$PRELOAD_CONF"
+  if [[ $(id -u) -eq 0 ]]; then chown postgres: "$PRELOAD_CONF"; fi
+  if ! "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/postgres.log" -w -t 60 restart >/dev/null; then
+    BGW_ERROR="the server did not start with shared_preload_libraries = 'webhook_idem' (see postgres.log)"
+    rm -f "$PRELOAD_CONF"
+    "${AS_PG[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/postgres.log" -w -t 60 start >/dev/null
+  else
+    running=0
+    for _ in $(seq 100); do
+      running=$("${PSQL[@]}" -d postgres -Atc \
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker' AND datname = 'bench_bgw'")
+      ((running >= WORKERS)) && break
+      sleep 0.1
+    done
+    ((running >= WORKERS)) || BGW_ERROR="only $running of $WORKERS in-database workers started (see postgres.log)"
+  fi
+fi
+if [[ -n $BGW_ERROR ]]; then echo "run.sh: in-database workers: $BGW_ERROR; idem_bgw will report it" >&2; fi
+
 RAW="$WORK/results.jsonl"
 : >"$RAW"
 CONN="host=127.0.0.1 port=$PGPORT dbname=bench user=postgres application_name=webhook_bench"
@@ -210,42 +268,88 @@ client() {
     echo "run.sh: client exited $?" >&2
 }
 
-# An error line for the idem pipelines when the extension is not there.
-idem_missing() { # kind label pipeline [extra json]
-  printf '{"kind":"%s","label":"%s","pipeline":"%s",%s"error":"webhook_idem not installed: %s"}\n' \
-    "$1" "$2" "$3" "${4:-}" "${IDEM_ERROR//\"/\'}" >>"$RAW"
-  echo "  [$2 $3] skipped: webhook_idem not installed" >&2
+# An error line for a pipeline that cannot run (webhook_idem not installed,
+# or no in-database workers).
+pipe_missing() { # kind label pipeline why [extra json]
+  local why=${4//\"/\'}
+  printf '{"kind":"%s","label":"%s","pipeline":"%s",%s"error":"%s"}\n' \
+    "$1" "$2" "$3" "${5:-}" "$why" >>"$RAW"
+  echo "  [$2 $3] skipped: $why" >&2
+}
+# Why pipeline $1 cannot run, or nothing.
+pipe_blocked() {
+  if [[ -n $IDEM_ERROR && $1 == idem_* ]]; then echo "webhook_idem not installed: $IDEM_ERROR"
+  elif [[ -n $BGW_ERROR && $1 == idem_bgw ]]; then echo "in-database workers: $BGW_ERROR"
+  fi
+}
+# The connection string for pipeline $1 with synchronous_commit $2.
+conn_for() {
+  local c="$CONN"
+  [[ $1 == idem_bgw ]] && c="${CONN/dbname=bench /dbname=bench_bgw }"
+  [[ $2 == off ]] && c="$c options='-csynchronous_commit=off'"
+  echo "$c"
 }
 
 # --------------------------------------------------- pipelines side by side
+# Four kinds of run, interleaved in every round (bench/README.md):
+#   sync_<s>    every pipeline, --dup-rate redeliveries mixed in (backlog <= 1000);
+#   first_<s>   first deliveries only (--dup-rate 0), the APART pipelines;
+#   dup_<s>     duplicates only: PREAPPLIED events applied first (not measured),
+#               then every delivery a redelivery of one of them, the APART pipelines;
+#   intake_<s>  async intake, first deliveries, no backlog limit, INTAKE pipelines.
 read -r -a PIPES <<<"$PIPELINES"
+read -r -a APART_PIPES <<<"$APART"
+read -r -a INTAKE_PIPES <<<"$INTAKE"
+JOBS=()
+for p in "${PIPES[@]}"; do JOBS+=("sync:$p"); done
+for p in "${APART_PIPES[@]}"; do JOBS+=("first:$p" "dup:$p"); done
+for p in "${INTAKE_PIPES[@]}"; do JOBS+=("intake:$p"); done
 for setting in on off; do
-  conn="$CONN"
-  [[ $setting == off ]] && conn="$CONN options='-csynchronous_commit=off'"
-  say "pipelines, synchronous_commit=$setting: $ROUNDS round(s) x ${#PIPES[@]} pipelines x ${WARMUP}+${SECONDS_RUN}s, $THREADS threads, dup rate $DUP_RATE"
+  # The server's default too, for the in-database workers (they take no
+  # connection options); the clients' connections also set it themselves.
+  "${PSQL[@]}" -d postgres -c "ALTER SYSTEM SET synchronous_commit = $setting" -c "SELECT pg_reload_conf()" >/dev/null
+  sleep 0.5
+  say "pipelines, synchronous_commit=$setting: $ROUNDS round(s) x ${#JOBS[@]} runs x ${WARMUP}+${SECONDS_RUN}s (intake ${INTAKE_SECONDS}s), $THREADS threads, dup rate $DUP_RATE, $PREAPPLIED pre-applied for duplicates"
   for ((round = 1; round <= ROUNDS; round++)); do
-    # Each round starts one pipeline later, so that no pipeline always runs first.
-    n=${#PIPES[@]}
+    # Each round starts one run later, so that no run always comes first.
+    n=${#JOBS[@]}
     for ((i = 0; i < n; i++)); do
-      p=${PIPES[$(((i + round - 1) % n))]}
-      if [[ -n $IDEM_ERROR && $p == idem_* ]]; then
-        idem_missing run "sync_$setting" "$p" "\"round\":$round,"
+      job=${JOBS[$(((i + round - 1) % n))]}
+      kind=${job%%:*} p=${job#*:}
+      label="${kind}_$setting"
+      why=$(pipe_blocked "$p")
+      if [[ -n $why ]]; then
+        pipe_missing run "$label" "$p" "$why" "\"round\":$round,"
         continue
       fi
-      client run --pipeline "$p" --pg "$conn" --label "sync_$setting" --round "$round" \
-        --threads "$THREADS" --seconds "$SECONDS_RUN" --warmup "$WARMUP" \
-        --dup-rate "$DUP_RATE" --workers "$WORKERS"
+      seconds=$SECONDS_RUN
+      case $kind in
+        sync) extra=(--dup-rate "$DUP_RATE") ;;
+        first) extra=(--dup-rate 0) ;;
+        dup) extra=(--dup-rate 0 --preapplied "$PREAPPLIED") ;;
+        # The whole burst must drain before the count (no event may be
+        # counted lost for want of time): a long drain timeout.
+        intake) extra=(--dup-rate 0 --max-backlog 0 --drain-timeout 900); seconds=$INTAKE_SECONDS ;;
+      esac
+      client run --pipeline "$p" --pg "$(conn_for "$p" "$setting")" --label "$label" --round "$round" \
+        --threads "$THREADS" --seconds "$seconds" --warmup "$WARMUP" --workers "$WORKERS" \
+        --batch "$BATCH" "${extra[@]}"
     done
   done
 done
+"${PSQL[@]}" -d postgres -c "ALTER SYSTEM RESET synchronous_commit" -c "SELECT pg_reload_conf()" >/dev/null
 
 # ---------------------------------------------------------- fault scenarios
 if ((SCENARIOS)); then
   say "fault scenarios (lock TTL scaled down to ${SCENARIO_TTL_MS} ms)"
   for scenario in slow_handler worker_kill burst; do
     for p in "${PIPES[@]}"; do
-      if [[ -n $IDEM_ERROR && $p == idem_* ]]; then
-        idem_missing scenario scenarios "$p" "\"scenario\":\"$scenario\","
+      # The in-database workers' faults (kill -9, restart, poison) are TAP
+      # tests (test/t); the scenarios drive the client's own workers.
+      [[ $p == idem_bgw ]] && continue
+      why=$(pipe_blocked "$p")
+      if [[ -n $why ]]; then
+        pipe_missing scenario scenarios "$p" "$why" "\"scenario\":\"$scenario\","
         continue
       fi
       events=$SCENARIO_EVENTS
@@ -262,7 +366,7 @@ if ((SCALE)); then
   stored=0
   for size in $SCALE_SIZES; do
     if [[ -n $IDEM_ERROR ]]; then
-      idem_missing scale scale_on idem_sync "\"stored_events\":$size,"
+      pipe_missing scale scale_on idem_sync "webhook_idem not installed: $IDEM_ERROR" "\"stored_events\":$size,"
       continue
     fi
     if ((size > stored)); then
@@ -295,12 +399,14 @@ say "report"
 EXT_VERSION=$("${PSQL[@]}" -d bench -Atc \
   "SELECT extversion FROM pg_extension WHERE extname = 'webhook_idem'" 2>/dev/null || true)
 MODE=$MODE THREADS=$THREADS SECONDS_RUN=$SECONDS_RUN WARMUP=$WARMUP ROUNDS=$ROUNDS \
+INTAKE_SECONDS=$INTAKE_SECONDS PREAPPLIED=$PREAPPLIED BGW_ERROR=$BGW_ERROR \
 DUP_RATE=$DUP_RATE WORKERS=$WORKERS ACCOUNTS=$ACCOUNTS SCENARIO_EVENTS=$SCENARIO_EVENTS \
 BURST_EVENTS=$BURST_EVENTS BURST_CONNECTIONS=$BURST_CONNECTIONS SCENARIO_TTL_MS=$SCENARIO_TTL_MS \
 EXT_VERSION=$EXT_VERSION IDEM_ERROR=$IDEM_ERROR ELAPSED=$(($(date +%s) - START_TIME)) \
 PG_VERSION=$("$PG_BIN/postgres" --version) REDIS_VERSION=$(redis-server --version | cut -d' ' -f1-3) \
 GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown) \
-PG_SETTINGS=$(sed -n '/^listen_addresses/,$p' "$PGDATA/postgresql.conf" | grep -v -e '^port' -e '^unix_socket') \
+PG_SETTINGS=$(sed -n '/^listen_addresses/,$p' "$PGDATA/postgresql.conf" | grep -v -e '^port' -e '^unix_socket' -e '^include_if_exists';
+             if [[ -f $PRELOAD_CONF ]]; then echo "# included from bench_preload.conf:"; cat "$PRELOAD_CONF"; fi) \
   "$PYTHON" - "$WORK/meta.json" <<'EOF'
 import json, os, platform, sys, time
 e = os.environ
@@ -310,12 +416,12 @@ def cpu():
             return line.split(":", 1)[1].strip()
     return platform.machine()
 mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-meta = {k.lower(): e[k] for k in ("MODE", "EXT_VERSION", "IDEM_ERROR", "PG_VERSION",
+meta = {k.lower(): e[k] for k in ("MODE", "EXT_VERSION", "IDEM_ERROR", "BGW_ERROR", "PG_VERSION",
                                   "REDIS_VERSION", "GIT_REV", "PG_SETTINGS")}
-for k in ("THREADS", "ROUNDS", "WORKERS", "ACCOUNTS", "SCENARIO_EVENTS", "BURST_EVENTS",
+for k in ("THREADS", "ROUNDS", "WORKERS", "ACCOUNTS", "PREAPPLIED", "SCENARIO_EVENTS", "BURST_EVENTS",
           "BURST_CONNECTIONS", "SCENARIO_TTL_MS", "ELAPSED"):
     meta[k.lower()] = int(e[k])
-for k in ("SECONDS_RUN", "WARMUP", "DUP_RATE"):
+for k in ("SECONDS_RUN", "WARMUP", "DUP_RATE", "INTAKE_SECONDS"):
     meta[k.lower()] = float(e[k])
 meta.update(cpu=cpu(), cores=os.cpu_count(), memory_gib=round(mem_gib), kernel=platform.release(),
             date=time.strftime("%Y-%m-%d %H:%M %Z"))

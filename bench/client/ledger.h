@@ -27,6 +27,7 @@ struct ThreadStats {
   std::vector<uint32_t> latency_us;  // measured window only
   std::vector<uint64_t> ok;          // events answered 2xx
   std::map<std::string, long> answers;
+  std::map<std::string, long> window_answers;  // answers in the measured window
   std::string first_error;
 
   /* Counts one answer for event idx. */
@@ -40,6 +41,7 @@ struct Totals {
   std::vector<uint32_t> latency_us;
   std::vector<uint64_t> ok_unique;  // sorted, distinct
   std::map<std::string, long> answers;
+  std::map<std::string, long> window_answers;
   std::string first_error;
 };
 

@@ -19,9 +19,10 @@ struct PipelineEntry {
 };
 
 const PipelineEntry kPipelines[] = {
-    {Pipeline::kIdemSync, "idem_sync"}, {Pipeline::kIdemAsync, "idem_async"},
-    {Pipeline::kSeedLock, "seed_lock"}, {Pipeline::kSeedQueue, "seed_queue"},
-    {Pipeline::kPlpgsql, "plpgsql"},    {Pipeline::kFloor, "floor"},
+    {Pipeline::kIdemSync, "idem_sync"},     {Pipeline::kIdemAsync, "idem_async"},
+    {Pipeline::kIdemBgw, "idem_bgw"},       {Pipeline::kSeedLock, "seed_lock"},
+    {Pipeline::kSeedQueue, "seed_queue"},   {Pipeline::kPlpgsql, "plpgsql"},
+    {Pipeline::kPlpgsqlMin, "plpgsql_min"}, {Pipeline::kFloor, "floor"},
 };
 
 /* Parses a whole decimal number; false on junk. */
@@ -60,16 +61,21 @@ const char *PipelineName(Pipeline p) {
   return "?";
 }
 
-bool IsAsync(Pipeline p) { return p == Pipeline::kIdemAsync || p == Pipeline::kSeedQueue; }
+bool IsAsync(Pipeline p) {
+  return p == Pipeline::kIdemAsync || p == Pipeline::kIdemBgw || p == Pipeline::kSeedQueue;
+}
+
+bool HasClientWorkers(Pipeline p) { return p == Pipeline::kIdemAsync || p == Pipeline::kSeedQueue; }
 
 bool UsesRedis(Pipeline p) { return p == Pipeline::kSeedLock || p == Pipeline::kSeedQueue; }
 
 const char *Usage() {
   return "usage: webhook_bench run|scenario|worker --pipeline NAME [options]\n"
-         "  pipelines: idem_sync idem_async seed_lock seed_queue plpgsql floor\n"
+         "  pipelines: idem_sync idem_async idem_bgw seed_lock seed_queue plpgsql plpgsql_min floor\n"
          "  --pg CONNINFO --redis-host H --redis-port P --secret S\n"
          "  --threads N --seconds S --warmup S --dup-rate R --accounts N\n"
-         "  --workers N --batch N --max-backlog N --lock-ttl-ms MS --handler-sleep-ms MS\n"
+         "  --workers N --batch N --max-backlog N (0: none) --preapplied N\n"
+         "  --lock-ttl-ms MS --handler-sleep-ms MS\n"
          "  --label L --tag T --round N --json-out FILE --stored-events N\n"
          "  --keep-idem-events --no-reset --no-progress\n"
          "  --scenario slow_handler|worker_kill|burst --scenario-events N\n"
@@ -110,7 +116,7 @@ bool ParseOptions(int argc, char **argv, Options *o) {
       {"--seconds", dbl(&o->seconds)},          {"--warmup", dbl(&o->warmup)},
       {"--dup-rate", dbl(&o->dup_rate)},        {"--accounts", num(&o->accounts)},
       {"--workers", num(&o->workers)},          {"--batch", num(&o->batch)},
-      {"--max-backlog", num(&o->max_backlog)},
+      {"--max-backlog", num(&o->max_backlog)}, {"--preapplied", lng(&o->preapplied)},
       {"--lock-ttl-ms", num(&o->lock_ttl_ms)},  {"--handler-sleep-ms", num(&o->handler_sleep_ms)},
       {"--crash-after-commit", num(&o->crash_after_commit)},
       {"--stored-events", lng(&o->stored_events)},
@@ -144,7 +150,8 @@ bool ParseOptions(int argc, char **argv, Options *o) {
     return false;
   }
   if (o->threads < 1 || o->accounts < 1 || o->workers < 1 || o->batch < 1 ||
-      o->dup_rate < 0 || o->dup_rate >= 1 || o->seconds <= 0 || o->lock_ttl_ms < 1) {
+      o->dup_rate < 0 || o->dup_rate >= 1 || o->seconds <= 0 || o->lock_ttl_ms < 1 ||
+      o->max_backlog < 0 || o->preapplied < 0) {
     std::fprintf(stderr, "out-of-range option (threads, accounts, workers, batch >= 1; "
                          "0 <= dup-rate < 1; seconds > 0)\n");
     return false;

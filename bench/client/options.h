@@ -8,8 +8,10 @@
 
 namespace bench {
 
-/* The six pipelines, in the order of the report. */
-enum class Pipeline { kIdemSync, kIdemAsync, kSeedLock, kSeedQueue, kPlpgsql, kFloor };
+/* The eight pipelines, in the order of the report. */
+enum class Pipeline {
+  kIdemSync, kIdemAsync, kIdemBgw, kSeedLock, kSeedQueue, kPlpgsql, kPlpgsqlMin, kFloor
+};
 
 /* Parses a pipeline name (idem_sync, ...); false if unknown. */
 bool ParsePipeline(const std::string &name, Pipeline *out);
@@ -19,6 +21,10 @@ const char *PipelineName(Pipeline p);
 
 /* True for the pipelines whose handler runs in a worker after the answer. */
 bool IsAsync(Pipeline p);
+
+/* True for the async pipelines whose workers the client starts (process_pending
+ * and the second seed's); idem_bgw's workers live in the server. */
+bool HasClientWorkers(Pipeline p);
 
 /* True for the pipelines that use Redis. */
 bool UsesRedis(Pipeline p);
@@ -43,7 +49,9 @@ struct Options {
   int accounts = 10000;
   int workers = 2;                     // async pipelines' worker processes
   int batch = 50;                      // process_pending's max_events
-  int max_backlog = 1000;              // async: senders wait while more are waiting
+  int max_backlog = 1000;              // async: senders wait while more are waiting (0: no limit)
+  long preapplied = 0;                 // apply this many events first (not measured); then
+                                       // every delivery is a redelivery of one of them
   int lock_ttl_ms = 30000;             // the seeds' lock TTL
   int handler_sleep_ms = 0;            // slow handler (fault scenarios)
   int crash_after_commit = 0;          // worker: SIGKILL itself after N commits

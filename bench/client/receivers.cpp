@@ -1,10 +1,12 @@
 /*
- * receivers.cpp - the six receivers:
- *   1 idem_sync / 2 idem_async  one call to webhook_idem.apply_event;
- *   3 seed_lock   verify, Redis SET NX PX lock, credit in a PG transaction;
- *   4 seed_queue  verify, Redis status GET, SET NX PX lock, RPUSH, status SET;
- *   5 plpgsql     one call to bench.pl_apply_event (PL/pgSQL + pgcrypto);
- *   6 floor       one statement: INSERT ... ON CONFLICT DO NOTHING + UPDATE.
+ * receivers.cpp - the eight receivers:
+ *   1 idem_sync / 2 idem_async / 3 idem_bgw  one call to webhook_idem.apply_event
+ *                 (3: the async source of the database the in-database workers serve);
+ *   4 seed_lock   verify, Redis SET NX PX lock, credit in a PG transaction;
+ *   5 seed_queue  verify, Redis status GET, SET NX PX lock, RPUSH, status SET;
+ *   6 plpgsql     one call to bench.pl_apply_event (careful PL/pgSQL + pgcrypto);
+ *   7 plpgsql_min one call to bench.min_apply_event (minimal PL/pgSQL receiver);
+ *   8 floor       one statement: INSERT ... ON CONFLICT DO NOTHING + UPDATE.
  */
 #include "receivers.h"
 
@@ -30,6 +32,10 @@ const char *kApplySql =
 const char *kPlApplySql =
     "SELECT status, http_status, event_id, attempts, result, detail "
     "FROM bench.pl_apply_event($1, $2::bytea, $3::jsonb)";
+
+const char *kMinApplySql =
+    "SELECT status, http_status, event_id, attempts, result, detail "
+    "FROM bench.min_apply_event($1, $2::bytea, $3::jsonb)";
 
 const char *kFloorSql =
     "WITH doc AS (SELECT $1::jsonb AS p), "
@@ -74,7 +80,7 @@ std::string NewToken() {
   return std::to_string(base) + "-" + std::to_string(counter.fetch_add(1));
 }
 
-/* Pipelines 1, 2 and 5: one function call returning an outcome row. */
+/* Pipelines 1, 2, 3, 6 and 7: one function call returning an outcome row. */
 class OutcomeReceiver : public Receiver {
  public:
   OutcomeReceiver(const Options &o, std::string source, const char *sql, bool sets_sleep)
@@ -107,7 +113,7 @@ class OutcomeReceiver : public Receiver {
   std::unique_ptr<PgConn> pg_;
 };
 
-/* Pipeline 6: the floor statement. */
+/* Pipeline 8: the floor statement. */
 class FloorReceiver : public Receiver {
  public:
   explicit FloorReceiver(const Options &o) : o_(o), sleep_(std::to_string(o.handler_sleep_ms)) { Connect(); }
@@ -149,7 +155,7 @@ std::optional<Answer> Admit(const std::string &secret, const Delivery &d, std::s
   return std::nullopt;
 }
 
-/* Pipeline 3, the first seed: a Redis lock that expires, then the effect. */
+/* Pipeline 4, the first seed: a Redis lock that expires, then the effect. */
 class SeedLockReceiver : public Receiver {
  public:
   explicit SeedLockReceiver(const Options &o) : o_(o) { Connect(); }
@@ -202,7 +208,7 @@ class SeedLockReceiver : public Receiver {
   std::unique_ptr<PgConn> pg_;
 };
 
-/* Pipeline 4, the second seed's receiver: status, lock, queue, status. */
+/* Pipeline 5, the second seed's receiver: status, lock, queue, status. */
 class SeedQueueReceiver : public Receiver {
  public:
   explicit SeedQueueReceiver(const Options &o) : o_(o) { Connect(); }
@@ -261,9 +267,12 @@ std::unique_ptr<Receiver> MakeReceiver(const Options &o) {
     case Pipeline::kIdemSync:
       return std::make_unique<OutcomeReceiver>(o, kIdemSyncSource, kApplySql, true);
     case Pipeline::kIdemAsync:
+    case Pipeline::kIdemBgw:
       return std::make_unique<OutcomeReceiver>(o, kIdemAsyncSource, kApplySql, false);
     case Pipeline::kPlpgsql:
       return std::make_unique<OutcomeReceiver>(o, kPlpgsqlSource, kPlApplySql, true);
+    case Pipeline::kPlpgsqlMin:
+      return std::make_unique<OutcomeReceiver>(o, kPlpgsqlSource, kMinApplySql, true);
     case Pipeline::kSeedLock:
       return std::make_unique<SeedLockReceiver>(o);
     case Pipeline::kSeedQueue:

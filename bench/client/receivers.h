@@ -1,5 +1,5 @@
 /*
- * receivers.h - the receiving side of the six pipelines: what a thin HTTP
+ * receivers.h - the receiving side of the eight pipelines: what a thin HTTP
  * layer does with one delivery, up to the answer it would send back.
  */
 #pragma once

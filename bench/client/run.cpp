@@ -1,6 +1,9 @@
 /*
  * run.cpp - the throughput run: closed-loop senders, a measured window after
- * a warm-up, latency per delivery, then the correctness count.
+ * a warm-up, latency per delivery, then the correctness count. A run mixes
+ * new events and redeliveries (--dup-rate), or, with --preapplied N, first
+ * applies N events (not measured) and then delivers only redeliveries of
+ * them: duplicates measured apart from first deliveries (--dup-rate 0).
  */
 #include <atomic>
 #include <chrono>
@@ -74,8 +77,10 @@ int RunThroughput(const Options &o) {
   j.Add("warmup", o.warmup);
   j.Add("accounts", o.accounts);
   j.Add("stored_events", o.stored_events);
+  j.Add("preapplied", o.preapplied);
   if (IsAsync(o.pipeline)) {
     j.Add("workers", o.workers);
+    j.Add("client_workers", HasClientWorkers(o.pipeline) ? "yes" : "no (in-database workers)");
     j.Add("max_backlog", o.max_backlog);
   }
 
@@ -87,12 +92,30 @@ int RunThroughput(const Options &o) {
     std::vector<std::unique_ptr<Receiver>> receivers;
     for (int i = 0; i < o.threads; ++i) receivers.push_back(MakeReceiver(o));
     std::unique_ptr<WorkerPool> pool;
-    if (IsAsync(o.pipeline)) {
+    if (HasClientWorkers(o.pipeline)) {
       pool = std::make_unique<WorkerPool>(o, o.workers, 0);
       pool->Start();
     }
+    std::vector<ThreadStats> stats(static_cast<size_t>(o.threads));
 
-    std::atomic<uint64_t> created{0};
+    // Duplicates apart: the events the window redelivers, applied first.
+    if (o.preapplied > 0) {
+      progress.Show("applying " + std::to_string(o.preapplied) + " events first (not measured)", true);
+      std::vector<std::thread> pre;
+      for (int i = 0; i < o.threads; ++i) {
+        pre.emplace_back([&, i] {
+          ThreadStats &s = stats[static_cast<size_t>(i)];
+          for (uint64_t idx = static_cast<uint64_t>(i); idx < static_cast<uint64_t>(o.preapplied);
+               idx += static_cast<uint64_t>(o.threads))
+            s.Record(idx, receivers[static_cast<size_t>(i)]->Deliver(f.Make(idx)));
+        });
+      }
+      for (auto &t : pre) t.join();
+      if (IsAsync(o.pipeline)) Drain(o, ctl, o.preapplied, pool.get(), &progress);
+      ctl.Exec("CHECKPOINT");
+    }
+
+    std::atomic<uint64_t> created{static_cast<uint64_t>(o.preapplied)};
     std::atomic<bool> stop{false};
     std::atomic<long> done{0}, failed{0};
     // Async pipelines: the senders wait while more than max_backlog events
@@ -100,7 +123,8 @@ int RunThroughput(const Options &o) {
     std::atomic<long> backlog{0};
     std::atomic<bool> stop_watch{false};
     std::thread watcher;
-    if (IsAsync(o.pipeline)) watcher = std::thread(WatchBacklog, std::cref(o), &backlog, &stop_watch);
+    const bool held_back = IsAsync(o.pipeline) && o.max_backlog > 0;
+    if (held_back) watcher = std::thread(WatchBacklog, std::cref(o), &backlog, &stop_watch);
     struct WatchJoiner {
       std::atomic<bool> &stop;
       std::thread &t;
@@ -109,7 +133,6 @@ int RunThroughput(const Options &o) {
         if (t.joinable()) t.join();
       }
     } watch_joiner{stop_watch, watcher};
-    std::vector<ThreadStats> stats(static_cast<size_t>(o.threads));
     const auto t0 = Clock::now();
     const auto window_start = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup));
     const auto window_end = window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
@@ -131,20 +154,24 @@ int RunThroughput(const Options &o) {
         Rng rng{Mix64(static_cast<uint64_t>(i) + 12345) | 1};
         try {
           while (!stop.load(std::memory_order_relaxed)) {
-            if (backlog.load(std::memory_order_relaxed) > o.max_backlog) {
+            if (held_back && backlog.load(std::memory_order_relaxed) > o.max_backlog) {
               std::this_thread::sleep_for(std::chrono::microseconds(200));
               continue;
             }
             uint64_t n = created.load(std::memory_order_relaxed);
-            uint64_t idx = (n > 0 && rng.Unit() < o.dup_rate) ? rng.Next() % n : created.fetch_add(1);
+            uint64_t idx = o.preapplied > 0 ? rng.Next() % static_cast<uint64_t>(o.preapplied)
+                           : (n > 0 && rng.Unit() < o.dup_rate) ? rng.Next() % n
+                                                                : created.fetch_add(1);
             const Delivery d = f.Make(idx);
             const auto begin = Clock::now();
             const Answer a = receivers[static_cast<size_t>(i)]->Deliver(d);
             const auto end = Clock::now();
             s.Record(idx, a);
-            if (begin >= window_start && end <= window_end)
+            if (begin >= window_start && end <= window_end) {
               s.latency_us.push_back(static_cast<uint32_t>(
                   std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count()));
+              ++s.window_answers[a.status.empty() ? "?" : a.status];
+            }
             done.fetch_add(1, std::memory_order_relaxed);
             if (a.http == 0 || a.http >= 500) failed.fetch_add(1, std::memory_order_relaxed);
           }
@@ -171,7 +198,7 @@ int RunThroughput(const Options &o) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "%4.1f/%.0fs  %ld deliveries  %.0f/s  errors %ld%s%s", Since(t0), total,
                     done.load(), rate, failed.load(),
-                    IsAsync(o.pipeline) ? ("  backlog " + std::to_string(backlog.load())).c_str() : "",
+                    held_back ? ("  backlog " + std::to_string(backlog.load())).c_str() : "",
                     Clock::now() < window_start ? "  (warm-up)" : "");
       progress.Show(buf);
     }
@@ -200,7 +227,16 @@ int RunThroughput(const Options &o) {
     j.Add("mean_ms", lat.mean_ms);
     j.Add("events_created", static_cast<long>(created.load()));
     j.Add("drain_s", drain_s);
-    j.Add("applied_eps", static_cast<double>(tally.applied) / (send_s + drain_s));
+    // From the first delivery until the last event was applied; a run with
+    // preapplied events applies nothing new, so it has no such rate.
+    if (o.preapplied > 0)
+      j.AddNull("applied_eps");
+    else
+      j.Add("applied_eps", static_cast<double>(tally.applied) / (send_s + drain_s));
+    j.Add("send_s", send_s);
+    j.Add("window_answers", t.window_answers);
+    auto queued = t.window_answers.find("queued");
+    j.Add("queued_eps", queued == t.window_answers.end() ? 0.0 : static_cast<double>(queued->second) / o.seconds);
     AddOutcome(&j, t, tally);
     if (t.deliveries > 0 && t.errors * 2 > t.deliveries)
       j.Add("error", t.first_error);

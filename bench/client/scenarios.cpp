@@ -92,7 +92,7 @@ void SlowHandler(Options o, const EventFactory &f, std::vector<ThreadStats> *sta
                  Progress *progress) {
   const int k = o.scenario_events;
   if (o.handler_sleep_ms <= 0) o.handler_sleep_ms = 2 * o.lock_ttl_ms;
-  if (IsAsync(o.pipeline)) {
+  if (HasClientWorkers(o.pipeline)) {
     *pool = std::make_unique<WorkerPool>(o, k + 2, 0);
     (*pool)->Start();
   }
@@ -155,7 +155,7 @@ void Burst(const Options &o, const EventFactory &f, std::vector<ThreadStats> *st
            Progress *progress) {
   const int k = o.scenario_events;
   const int c = o.burst_connections;
-  if (IsAsync(o.pipeline)) {
+  if (HasClientWorkers(o.pipeline)) {
     *pool = std::make_unique<WorkerPool>(o, o.workers, 0);
     (*pool)->Start();
   }
@@ -192,6 +192,10 @@ int RunScenario(const Options &base) {
   Progress progress(o, "[" + o.scenario + " " + PipelineName(o.pipeline) + "]");
   try {
     const auto started = Clock::now();
+    // The in-database workers take no session setting (the slow handler's
+    // sleep) and are not the client's to kill: test/t covers their faults.
+    if (!HasClientWorkers(o.pipeline) && IsAsync(o.pipeline))
+      throw std::runtime_error("the fault scenarios do not run on " + std::string(PipelineName(o.pipeline)));
     PgConn ctl(o.pg);
     ResetState(o, ctl);
     std::vector<ThreadStats> stats;

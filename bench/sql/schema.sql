@@ -1,8 +1,10 @@
 -- schema.sql - everything the benchmark needs in the database besides
 -- webhook_idem itself: the accounts the handler credits, the run log that
--- counts handler runs, the shared handler, the PL/pgSQL + pgcrypto pipeline
--- (5), the floor's table (6), the second seed's processed table (4), and the
--- reset between runs. Loaded once into a throwaway database by bench/run.sh.
+-- counts handler runs, the shared handler, the careful PL/pgSQL + pgcrypto
+-- pipeline (6), the minimal PL/pgSQL receiver (7), the floor's table (8), the
+-- second seed's processed table (5), and the reset between runs. Loaded into
+-- each throwaway database by bench/run.sh (bench, and bench_bgw for the
+-- in-database workers' pipeline).
 \set ON_ERROR_STOP on
 
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
@@ -50,7 +52,7 @@ END
 $$;
 
 ------------------------------------------------------------------------------
--- Pipeline 5: the logic of webhook_idem.apply_event for a sync Stripe source,
+-- Pipeline 6: the logic of webhook_idem.apply_event for a sync Stripe source,
 -- written in PL/pgSQL with pgcrypto, as a careful application developer would.
 ------------------------------------------------------------------------------
 
@@ -206,7 +208,64 @@ END
 $$;
 
 ------------------------------------------------------------------------------
--- Pipeline 6: the floor's table. The statement itself lives in the client.
+-- Pipeline 7: a minimal PL/pgSQL receiver (SPEC.md section 5): the HMAC check
+-- of a Stripe-style header with pgcrypto, pg_advisory_xact_lock on the event,
+-- INSERT ... ON CONFLICT DO NOTHING of the event, the handler. No
+-- subtransaction (a handler error aborts the call: the HTTP layer answers
+-- 500 and the sender retries), no digest of the body (a changed body under
+-- a known id is a duplicate), no delivery counting; a duplicate writes
+-- nothing (its INSERT finds the conflict before taking a transaction id).
+------------------------------------------------------------------------------
+
+CREATE TABLE bench.min_events (
+  source      text NOT NULL,
+  event_id    text NOT NULL,
+  payload     jsonb NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (source, event_id)
+);
+
+-- Verifies a Stripe delivery (Stripe-Signature: t=<unix>,v1=<hex>, the
+-- header as the HTTP layer passes it, one secret, Stripe's 5-minute
+-- tolerance), then records the event once and runs bench.on_event for it;
+-- answers with the same columns as bench.pl_apply_event.
+CREATE FUNCTION bench.min_apply_event(
+    p_source text, p_body bytea, p_headers jsonb,
+    OUT status text, OUT http_status int, OUT event_id text,
+    OUT attempts int, OUT result jsonb, OUT detail text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  sig text := p_headers ->> 'Stripe-Signature';
+  t text := split_part(split_part(sig, ',', 1), 't=', 2);
+  v1 text := split_part(split_part(sig, ',', 2), 'v1=', 2);
+  secret text;
+  payload jsonb;
+BEGIN
+  SELECT s.secrets[1] INTO secret FROM bench.pl_sources s WHERE s.name = p_source;
+  -- coalesce: a missing header or secret (NULL) is a refusal, not a pass.
+  IF NOT coalesce(t ~ '^[0-9]{1,18}$'
+                  AND abs(extract(epoch FROM now()) - t::bigint) <= 300
+                  AND encode(hmac(convert_to(t || '.', 'UTF8') || p_body,
+                                  convert_to(secret, 'UTF8'), 'sha256'), 'hex') = v1, false)
+  THEN
+    status := 'invalid_signature'; http_status := 401; RETURN;
+  END IF;
+  payload := convert_from(p_body, 'UTF8')::jsonb;
+  event_id := payload ->> 'id';
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_source || chr(1) || event_id, 0));
+  INSERT INTO bench.min_events(source, event_id, payload)
+  VALUES (p_source, event_id, payload)
+  ON CONFLICT DO NOTHING;
+  IF NOT FOUND THEN
+    status := 'duplicate'; http_status := 200; RETURN;
+  END IF;
+  result := bench.on_event(payload);
+  status := 'applied'; http_status := 200; attempts := 1;
+END
+$$;
+
+------------------------------------------------------------------------------
+-- Pipeline 8: the floor's table. The statement itself lives in the client.
 ------------------------------------------------------------------------------
 
 CREATE TABLE bench.floor_events (
@@ -216,7 +275,7 @@ CREATE TABLE bench.floor_events (
 );
 
 ------------------------------------------------------------------------------
--- Pipeline 4: the second seed records what its worker processed (its
+-- Pipeline 5: the second seed records what its worker processed (its
 -- de-duplication lives in Redis, as in the seed).
 ------------------------------------------------------------------------------
 
@@ -234,8 +293,8 @@ CREATE TABLE bench.seed_processed (
 CREATE FUNCTION bench.reset(keep_idem_events boolean) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  TRUNCATE bench.handler_runs, bench.pl_events, bench.floor_events,
-           bench.seed_processed;
+  TRUNCATE bench.handler_runs, bench.pl_events, bench.min_events,
+           bench.floor_events, bench.seed_processed;
   IF NOT keep_idem_events AND to_regclass('webhook_idem.events') IS NOT NULL THEN
     BEGIN
       TRUNCATE webhook_idem.events;
