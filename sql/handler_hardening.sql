@@ -266,15 +266,22 @@ CREATE OPERATOR pg_temp.= (LEFTARG = text, RIGHTARG = text, FUNCTION = pg_catalo
 SELECT pg_temp.err($$SELECT * FROM webhook_idem.apply_event('hh10', '{"id": "p3b"}')$$);
 DROP OPERATOR pg_temp.= (text, text);
 RESET ROLE;
--- With the caller's temporary objects gone, the handler keeps its own temp
--- table across deliveries of one session.
+-- With the caller's temporary objects gone, a handler still cannot create a
+-- temporary table: it runs as a security-restricted operation (its table
+-- would come first in the caller's search_path; see sql/attack_roles.sql).
 SELECT * FROM pg_temp.deliver('hh10', '{"id": "p4"}');
+-- The owner's own temporary table, made outside any handler, is not another
+-- role's: the handler uses it across deliveries of one session.
+SET ROLE hh_admin;
+CREATE TEMP TABLE scratch (x jsonb);
+RESET ROLE;
 SELECT * FROM pg_temp.deliver('hh10', '{"id": "p5"}');
+SELECT * FROM pg_temp.deliver('hh10', '{"id": "p6"}');
 SELECT webhook_idem.process_pending('hh10a') AS processed;
 SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh10', 'hh10a') ORDER BY id;
 SELECT what, run_as FROM hh.log ORDER BY what;
 
--- The handler's lasting temp table is another role's temporary object for
+-- The handler owner's temp table is another role's temporary object for
 -- a source of a different owner: its handler does not run in this session
 -- (hh_admin's table could carry hh_admin's trigger) until the table is gone.
 SELECT pg_temp.err($$SELECT * FROM pg_temp.deliver('hh8c', '{"id": "o5"}')$$);

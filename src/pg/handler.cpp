@@ -111,7 +111,14 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		/* Busy for LockEvent while it runs: re-entry gets in_progress. */
 		applied_depth = PushAppliedEvent(event->row.source, event->row.event_id);
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
-		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		/*
+		 * A security-restricted operation, as PostgreSQL runs a table
+		 * owner's code in maintenance: nothing the handler leaves behind
+		 * (a deferred trigger, a WITH HOLD cursor, a temporary table in
+		 * front of the caller's search_path) runs later as the caller.
+		 */
+		SetUserIdAndSecContext(src->owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
 		save_nestlevel = NewGUCNestLevel();
 		(void) set_config_option("search_path", src->search_path, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);

@@ -10,13 +10,16 @@
 
 -- The wait before retry number n: backoff doubled per failure, capped at an
 -- hour, then scaled by a random factor in [0.5, 1) so retries spread out.
+-- The backoff is capped before it is doubled, so that no backoff (only
+-- "positive" is checked) can take the product out of the interval type.
 CREATE FUNCTION webhook_idem._retry_delay(backoff interval, failures integer)
   RETURNS interval
   LANGUAGE sql VOLATILE PARALLEL SAFE
   SET search_path = pg_catalog, pg_temp
   AS $$
     SELECT LEAST(interval '1 hour',
-                            backoff * pg_catalog.power(2, LEAST(GREATEST(failures - 1, 0), 20)))
+                 LEAST(interval '1 hour', backoff)
+                   * pg_catalog.power(2, LEAST(GREATEST(failures - 1, 0), 20)))
            * (0.5 + pg_catalog.random() * 0.5)
   $$;
 COMMENT ON FUNCTION webhook_idem._retry_delay(interval, integer)
@@ -117,13 +120,15 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- Oldest first by id, in batches; rows that someone holds are skipped,
-  -- so deliveries are never waited for.
+  -- so deliveries are never waited for. A retention past 1000 years counts
+  -- as 1000 years: now() minus more could leave the timestamp type, and
+  -- one such source would stop purge() for every other.
   LOOP
     WITH victims AS (
       SELECT e.id FROM webhook_idem.events e
         JOIN webhook_idem.sources s ON s.source = e.source
        WHERE e.status = 'applied'
-         AND e.applied_at < now() - coalesce(purge.older_than, s.retention)
+         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
        ORDER BY e.id
        LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
          FOR UPDATE OF e SKIP LOCKED)

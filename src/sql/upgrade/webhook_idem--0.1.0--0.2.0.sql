@@ -310,3 +310,64 @@ GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_ide
 -- The same, by source, for workers that serve one source.
 CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
   WHERE status IN ('queued', 'processing', 'failed');
+
+-- ---------------------------------------------------------------------
+-- Role and re-entrancy attacks (issue 8, forms not listed there): source
+-- settings no longer take the queue's arithmetic out of its types (a long
+-- backoff, a long retention). Same text as src/sql/40_async.sql.
+-- The wait before retry number n: backoff doubled per failure, capped at an
+-- hour, then scaled by a random factor in [0.5, 1) so retries spread out.
+-- The backoff is capped before it is doubled, so that no backoff (only
+-- "positive" is checked) can take the product out of the interval type.
+CREATE OR REPLACE FUNCTION webhook_idem._retry_delay(backoff interval, failures integer)
+  RETURNS interval
+  LANGUAGE sql VOLATILE PARALLEL SAFE
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+    SELECT LEAST(interval '1 hour',
+                 LEAST(interval '1 hour', backoff)
+                   * pg_catalog.power(2, LEAST(GREATEST(failures - 1, 0), 20)))
+           * (0.5 + pg_catalog.random() * 0.5)
+  $$;
+COMMENT ON FUNCTION webhook_idem._retry_delay(interval, integer)
+  IS 'Retry delay after the given number of failures: doubling backoff, jitter, at most one hour';
+
+CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  total bigint := 0;
+  n bigint;
+BEGIN
+  IF purge.older_than < interval '0' THEN
+    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF purge.max_rows < 0 THEN
+    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Oldest first by id, in batches; rows that someone holds are skipped,
+  -- so deliveries are never waited for. A retention past 1000 years counts
+  -- as 1000 years: now() minus more could leave the timestamp type, and
+  -- one such source would stop purge() for every other.
+  LOOP
+    WITH victims AS (
+      SELECT e.id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE e.status = 'applied'
+         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
+         FOR UPDATE OF e SKIP LOCKED)
+    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
+  END LOOP;
+  RETURN total;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
+  IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';

@@ -1,0 +1,142 @@
+-- Attacks on the role boundaries (issue 8, forms not listed there): a
+-- handler that leaves code behind to run after it returns, and source
+-- settings that make the queue's own arithmetic fail.
+\i sql/include/helpers.sql
+
+CREATE ROLE ar_admin NOLOGIN IN ROLE webhook_idem_admin;
+CREATE ROLE ar_http NOLOGIN IN ROLE webhook_idem_receiver;
+CREATE ROLE ar_worker NOLOGIN IN ROLE webhook_idem_worker;
+CREATE SCHEMA ar AUTHORIZATION ar_admin;
+GRANT USAGE ON SCHEMA ar TO PUBLIC;
+-- Who ran what.
+CREATE TABLE ar.log (what text, run_as text);
+GRANT SELECT, INSERT ON ar.log TO PUBLIC;
+
+-- 1. Code of the handler's owner that would run after the handler
+-- returned, as whoever is the current role then (the receiver, a worker,
+-- or the in-database workers' superuser): a deferred constraint trigger,
+-- a WITH HOLD cursor. The handler runs as a security-restricted operation,
+-- as PostgreSQL runs a table owner's code in maintenance: both are refused,
+-- and the attempt fails.
+SET ROLE ar_admin;
+CREATE TABLE ar.t (x jsonb);
+CREATE FUNCTION ar.later() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ar.log VALUES ('deferred trigger', current_user); RETURN NULL; END $$;
+CREATE CONSTRAINT TRIGGER later AFTER INSERT ON ar.t DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION ar.later();
+CREATE FUNCTION ar.defer(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  INSERT INTO ar.t VALUES (p);
+  SELECT '{"ok": true}'::jsonb
+$$;
+CREATE FUNCTION ar.who(tag text) RETURNS int LANGUAGE sql AS $$
+  INSERT INTO ar.log VALUES ('cursor ' || tag, current_user); SELECT 1
+$$;
+CREATE FUNCTION ar.hold(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'DECLARE c_hold CURSOR WITH HOLD FOR SELECT ar.who(''' || (p->>'id') || ''') FROM generate_series(1, 2)';
+  RETURN '{"ok": true}';
+END $$;
+SELECT source FROM webhook_idem.register_source('ar_defer', 'none', handler => 'ar.defer(jsonb)');
+SELECT source FROM webhook_idem.register_source('ar_defer_q', 'none', handler => 'ar.defer(jsonb)', mode => 'async');
+SELECT source FROM webhook_idem.register_source('ar_hold', 'none', handler => 'ar.hold(jsonb)');
+RESET ROLE;
+
+SET ROLE ar_http;
+SELECT status, http_status, detail FROM webhook_idem.apply_event('ar_defer', '{"id": "d1"}');
+SELECT status, http_status, detail FROM webhook_idem.apply_event('ar_hold', '{"id": "h1"}');
+SELECT status, http_status, detail FROM webhook_idem.apply_event('ar_defer_q', '{"id": "d2"}');
+RESET ROLE;
+SET ROLE ar_worker;
+SELECT webhook_idem.process_pending('ar_defer_q') AS processed;
+RESET ROLE;
+SELECT what, run_as FROM ar.log ORDER BY what;
+SELECT source, event_id, status, attempts, last_error FROM webhook_idem.events
+ WHERE source LIKE 'ar\_%' ORDER BY source, event_id;
+SELECT count(*) AS rows_left FROM ar.t;
+-- Nor can it put a temporary table in front of the caller's search_path
+-- (where the caller's own later statements would find it, trigger and all).
+SET ROLE ar_admin;
+CREATE FUNCTION ar.plant(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  CREATE TEMP TABLE planted (x jsonb);
+END $$;
+SELECT source FROM webhook_idem.register_source('ar_plant', 'none', handler => 'ar.plant(jsonb)');
+RESET ROLE;
+SET ROLE ar_http;
+SELECT status, http_status, detail FROM webhook_idem.apply_event('ar_plant', '{"id": "t1"}');
+RESET ROLE;
+SELECT count(*) AS planted FROM pg_class WHERE relname = 'planted';
+-- Changing settings, reading current_event() and delivering other events
+-- still work in a handler.
+SET ROLE ar_admin;
+CREATE FUNCTION ar.nested(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE o webhook_idem.outcome;
+BEGIN
+  SET work_mem = '2MB';
+  o := webhook_idem.apply_event('ar_defer_q', convert_to(jsonb_build_object('id', 'n-' || (p->>'id'))::text, 'UTF8'));
+  RETURN jsonb_build_object('inner', o.status, 'me', (webhook_idem.current_event()).status, 'as', current_user);
+END $$;
+SELECT source FROM webhook_idem.register_source('ar_nested', 'none', handler => 'ar.nested(jsonb)');
+RESET ROLE;
+SET ROLE ar_http;
+SELECT status, result FROM webhook_idem.apply_event('ar_nested', '{"id": "x1"}');
+RESET ROLE;
+
+-- 2. A backoff so long that doubling it leaves the interval type: the
+-- retry rule caps it (at an hour) before it doubles, so a failed attempt
+-- is recorded and the worker's batch goes on; the register_source bound
+-- (positive) is all a source needs, written directly or not.
+SET ROLE ar_admin;
+CREATE FUNCTION ar.fails(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'no'; END $$;
+SELECT source FROM webhook_idem.register_source('ar_backoff', 'none', handler => 'ar.fails(jsonb)',
+       mode => 'async', max_attempts => 5, backoff => '100000000 years');
+SELECT source FROM webhook_idem.register_source('ar_backoff2', 'none', handler => 'ar.fails(jsonb)',
+       mode => 'async', max_attempts => 30);
+UPDATE webhook_idem.sources SET backoff = '170000000 years' WHERE source = 'ar_backoff2';
+RESET ROLE;
+SET ROLE ar_http;
+SELECT status FROM webhook_idem.apply_event('ar_backoff', '{"id": "b1"}');
+SELECT status FROM webhook_idem.apply_event('ar_backoff2', '{"id": "b2"}');
+RESET ROLE;
+SET ROLE ar_worker;
+SELECT webhook_idem.process_pending('ar_backoff') AS processed;
+SELECT webhook_idem.process_pending('ar_backoff2') AS processed;
+RESET ROLE;
+-- Make them due again (as if the hour had passed), twice more.
+UPDATE webhook_idem.events SET next_attempt_at = now() WHERE source LIKE 'ar\_backoff%';
+SET ROLE ar_worker;
+SELECT webhook_idem.process_pending('ar_backoff') AS processed;
+SELECT webhook_idem.process_pending('ar_backoff2') AS processed;
+RESET ROLE;
+UPDATE webhook_idem.events SET next_attempt_at = now() WHERE source LIKE 'ar\_backoff%';
+SET ROLE ar_worker;
+SELECT webhook_idem.process_pending('ar_backoff') AS processed;
+SELECT pg_temp.err($$SELECT webhook_idem.fail(id, attempts, 'by hand')
+                      FROM webhook_idem.claim_next('ar_backoff2', '1 minute')$$) AS fail_by_hand;
+RESET ROLE;
+SELECT source, status, attempts, next_attempt_at - now() <= interval '1 hour' AS within_an_hour
+  FROM webhook_idem.events WHERE source LIKE 'ar\_backoff%' ORDER BY source;
+
+-- 3. A retention so long that now() minus it leaves the timestamp type:
+-- purge() still purges the other sources' events.
+SET ROLE ar_admin;
+SELECT source FROM webhook_idem.register_source('ar_keep', 'none', retention => '100000 years');
+SELECT source FROM webhook_idem.register_source('ar_short', 'none', retention => '0');
+RESET ROLE;
+SET ROLE ar_http;
+SELECT status FROM webhook_idem.apply_event('ar_keep', '{"id": "k1"}');
+SELECT status FROM webhook_idem.apply_event('ar_short', '{"id": "k2"}');
+RESET ROLE;
+UPDATE webhook_idem.events SET applied_at = now() - interval '1 day' WHERE source IN ('ar_keep', 'ar_short');
+SET ROLE ar_admin;
+SELECT webhook_idem.purge() AS purged;
+SELECT pg_temp.err($$SELECT webhook_idem.purge(older_than => '100000 years')$$) AS purge_older;
+RESET ROLE;
+SELECT source, event_id, status FROM webhook_idem.events WHERE source IN ('ar_keep', 'ar_short');
+
+SELECT webhook_idem.drop_source(s, true)
+  FROM unnest(ARRAY['ar_defer', 'ar_defer_q', 'ar_hold', 'ar_plant', 'ar_nested', 'ar_backoff',
+                    'ar_backoff2', 'ar_keep', 'ar_short']) s;
+DROP SCHEMA ar CASCADE;
+DROP ROLE ar_admin, ar_http, ar_worker;
