@@ -12,7 +12,9 @@
 extern "C" {
 #include "access/table.h"
 #include "catalog/pg_enum.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
@@ -107,14 +109,19 @@ LoadStatusOids(void)
 	attnum = get_attnum(relid, "status");
 	type = attnum == InvalidAttrNumber ? InvalidOid : get_atttype(relid, attnum);
 	if (!OidIsValid(type) || !type_is_enum(type))
-		elog(ERROR, "webhook_idem.events.status is not the extension's enum");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("webhook_idem.events.status is not the extension's enum")));
 	for (int s = 0; s < WI_N_STATUSES; s++)
 	{
 		status_oids[s] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
 										 ObjectIdGetDatum(type),
 										 CStringGetDatum(status_labels[s]));
 		if (!OidIsValid(status_oids[s]))
-			elog(ERROR, "webhook_idem.event_status has no label \"%s\"", status_labels[s]);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("webhook_idem.event_status has no label \"%s\"", status_labels[s]),
+					 errhint("The extension's status labels must not be renamed: rename it back with ALTER TYPE webhook_idem.event_status RENAME VALUE.")));
 	}
 	status_valid = true;
 }
@@ -147,7 +154,19 @@ DatumGetEventStatus(Datum value)
 			if (status_oids[s] == oid)
 				return (WiEventStatus) s;
 	}
-	elog(ERROR, "unknown webhook_idem.event_status value %u", oid);
+	{
+		/* A label a user added and moved an event to. */
+		HeapTuple	tup = SearchSysCache1(ENUMOID, ObjectIdGetDatum(oid));
+		const char *label = HeapTupleIsValid(tup)
+			? pstrdup(NameStr(((Form_pg_enum) GETSTRUCT(tup))->enumlabel)) : "?";
+
+		if (HeapTupleIsValid(tup))
+			ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("an event has status \"%s\", which webhook_idem does not know", label),
+				 errhint("Events must have one of the statuses queued, processing, applied, failed, dead.")));
+	}
 	pg_unreachable();
 }
 
@@ -292,7 +311,26 @@ EventRowFromTuple(EventRow *row, HeapTuple tuple, TupleDesc desc, const AttrNumb
 	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
 }
 
-/* The valid unique index on exactly (source, event_id) of rel, or 0. */
+/* True if index column i of the pg_index row tup is ordered byte by byte
+ * (text_ops, COLLATE "C"), as the direct path's probe compares. */
+static bool
+KeyColumnIsBytewise(HeapTuple tup, int i)
+{
+	bool		isnull;
+	oidvector  *collations = (oidvector *) DatumGetPointer(
+														 SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation, &isnull));
+	oidvector  *classes;
+
+	if (isnull || collations->values[i] != C_COLLATION_OID)
+		return false;
+	classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
+															&isnull));
+	return !isnull && classes->values[i] == TEXT_BTREE_OPS_OID;
+}
+
+/* The valid unique index on exactly (source, event_id) of rel, or 0: a
+ * btree in the byte order (text_ops, COLLATE "C") the extension made it
+ * with, which the direct path's probe can search. */
 static Oid
 FindKeyIndex(Relation rel, const AttrNumber *attnums)
 {
@@ -314,7 +352,8 @@ FindKeyIndex(Relation rel, const AttrNumber *attnums)
 			ix->indkey.values[0] == attnums[COL_SOURCE] &&
 			ix->indkey.values[1] == attnums[COL_EVENT_ID] &&
 			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+			KeyColumnIsBytewise(tup, 0) && KeyColumnIsBytewise(tup, 1))
 			found = indexoid;
 		ReleaseSysCache(tup);
 		if (OidIsValid(found))
@@ -354,6 +393,10 @@ DirectPathOk(Relation rel, const AttrNumber *attnums)
 			: !type_is_enum(type))
 			return false;
 	}
+	/* The key compares byte by byte, as the probe does. */
+	if (TupleDescAttr(desc, attnums[COL_SOURCE] - 1)->attcollation != C_COLLATION_OID ||
+		TupleDescAttr(desc, attnums[COL_EVENT_ID] - 1)->attcollation != C_COLLATION_OID)
+		return false;
 	return true;
 }
 

@@ -68,12 +68,12 @@ FunctionsInvalidated(Datum, int, uint32)
 		cache_stale = true;
 }
 
-/* Registers the invalidation callbacks once, then reads the invalidations
- * other sessions have committed since the last call (cheap when there are
- * none): without this, a transaction that already holds its locks on the
- * extension's tables would read none until it ends. */
+/* Registers the invalidation callbacks, once per backend: before any OID
+ * is cached, so that every path that caches one (the invalidation trigger,
+ * complete() reading a status) also forgets it when the extension is
+ * dropped and created again. */
 static void
-FollowCatalog(void)
+WatchCatalog(void)
 {
 	if (!callbacks_registered)
 	{
@@ -81,6 +81,16 @@ FollowCatalog(void)
 		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
 		callbacks_registered = true;
 	}
+}
+
+/* Registers the invalidation callbacks, then reads the invalidations
+ * other sessions have committed since the last call (cheap when there are
+ * none): without this, a transaction that already holds its locks on the
+ * extension's tables would read none until it ends. */
+static void
+FollowCatalog(void)
+{
+	WatchCatalog();
 	AcceptInvalidationMessages();
 }
 
@@ -94,6 +104,7 @@ ExtensionNamespace(void)
 static Oid
 SourcesRelid(void)
 {
+	WatchCatalog();
 	if (!OidIsValid(sources_relid))
 		sources_relid = get_relname_relid("sources", ExtensionNamespace());
 	return sources_relid;
@@ -103,6 +114,7 @@ SourcesRelid(void)
 static Oid
 SecretsRelid(void)
 {
+	WatchCatalog();
 	if (!OidIsValid(secrets_relid))
 		secrets_relid = get_relname_relid("source_secrets", ExtensionNamespace());
 	return secrets_relid;
@@ -111,6 +123,7 @@ SecretsRelid(void)
 Oid
 EventsRelid(void)
 {
+	WatchCatalog();
 	if (!OidIsValid(events_relid))
 		events_relid = get_relname_relid("events", ExtensionNamespace());
 	return events_relid;
@@ -119,6 +132,7 @@ EventsRelid(void)
 Oid
 EventsSeqRelid(void)
 {
+	WatchCatalog();
 	if (!OidIsValid(events_seq_relid))
 		events_seq_relid = get_relname_relid("events_id_seq", ExtensionNamespace());
 	return events_seq_relid;

@@ -23,6 +23,7 @@ typedef struct NotifyEntry
 	char		source[129];	/* the key */
 	TimestampTz committed_at;	/* when a transaction that sent it committed */
 	uint64		pending_xact;	/* the transaction that is sending it now, or 0 */
+	SubTransactionId pending_subxact;	/* the subtransaction that queued it */
 } NotifyEntry;
 
 static HTAB *notify_entries = NULL;
@@ -59,6 +60,22 @@ NotifyXactEnd(XactEvent event, void *)
 	xact_seq++;
 }
 
+/* At a subtransaction's abort, PostgreSQL drops the notifications it (and
+ * the subtransactions inside it) queued: they are no longer being sent. */
+static void
+NotifySubXactEnd(SubXactEvent event, SubTransactionId subid, SubTransactionId, void *)
+{
+	HASH_SEQ_STATUS seq;
+	NotifyEntry *e;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB || !xact_notified)
+		return;
+	hash_seq_init(&seq, notify_entries);
+	while ((e = (NotifyEntry *) hash_seq_search(&seq)) != NULL)
+		if (e->pending_xact == xact_seq && e->pending_subxact >= subid)
+			e->pending_xact = 0;
+}
+
 void
 NotifyQueued(const char *source)
 {
@@ -78,6 +95,7 @@ NotifyQueued(const char *source)
 	if (!callback_registered)
 	{
 		RegisterXactCallback(NotifyXactEnd, NULL);
+		RegisterSubXactCallback(NotifySubXactEnd, NULL);
 		callback_registered = true;
 	}
 
@@ -97,6 +115,7 @@ NotifyQueued(const char *source)
 			return;				/* sent a moment ago: the worker it woke is draining */
 		Async_Notify("webhook_idem", source);
 		e->pending_xact = xact_seq;
+		e->pending_subxact = GetCurrentSubTransactionId();
 		xact_notified = true;
 	}
 }

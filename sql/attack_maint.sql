@@ -1,0 +1,47 @@
+-- Changes a user makes to webhook_idem.events, its key index and its
+-- status type in a live session: the direct path (table and index access
+-- without SPI) steps aside for what it cannot do as an SQL statement
+-- would, and what cannot work is refused with a SQLSTATE, not as an
+-- internal error.
+\i sql/include/helpers.sql
+SELECT source FROM webhook_idem.register_source('am', 'none', event_id_from => '$.id');
+-- A delivery of the object with this id: its status, or the error's SQLSTATE.
+CREATE FUNCTION pg_temp.d(id text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT status FROM webhook_idem.apply_event('am', convert_to(jsonb_build_object('id', id)::text, 'UTF8')));
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- 1. The key index. Ids compare byte by byte (COLLATE "C", text_ops). An
+--    owner who replaces the key constraint by a unique index in another
+--    collation has an index the direct path's byte-wise probe cannot
+--    search: a redelivery of "B" is still a duplicate, not a unique
+--    violation (the SQL statements do the work).
+SELECT pg_temp.d('B') AS b, pg_temp.d('a') AS a;
+CREATE UNIQUE INDEX am_key_icu ON webhook_idem.events (source COLLATE "und-x-icu", event_id COLLATE "und-x-icu");
+ALTER TABLE webhook_idem.events DROP CONSTRAINT events_source_event_id_key;
+SELECT pg_temp.d('B') AS b_again, pg_temp.d('a') AS a_again, pg_temp.d('c') AS c, pg_temp.d('c') AS c_again;
+-- The key restored: the direct path again.
+ALTER TABLE webhook_idem.events ADD CONSTRAINT events_source_event_id_key UNIQUE (source, event_id);
+DROP INDEX webhook_idem.am_key_icu;
+SELECT pg_temp.d('B') AS b_again, pg_temp.d('e') AS e, pg_temp.d('e') AS e_again;
+SELECT event_id, status, deliveries FROM webhook_idem.events WHERE source = 'am' ORDER BY event_id COLLATE "C";
+
+-- 2. The status type. A label added is harmless; an event a user moved to
+--    it, or a label of the extension renamed, is refused with 55000
+--    (object not in prerequisite state) and a hint, never XX000.
+ALTER TYPE webhook_idem.event_status ADD VALUE 'archived';
+SELECT pg_temp.d('f') AS f, pg_temp.d('f') AS f_again;
+UPDATE webhook_idem.events SET status = 'archived' WHERE source = 'am' AND event_id = 'f';
+SELECT pg_temp.d('f') AS archived;
+DELETE FROM webhook_idem.events WHERE source = 'am' AND event_id = 'f';
+ALTER TYPE webhook_idem.event_status RENAME VALUE 'failed' TO 'failing';
+SELECT pg_temp.d('g') AS renamed;
+SELECT pg_temp.err('SELECT webhook_idem.process_pending()') AS renamed;
+ALTER TYPE webhook_idem.event_status RENAME VALUE 'failing' TO 'failed';
+SELECT pg_temp.d('g') AS g, pg_temp.d('g') AS g_again;
+SELECT webhook_idem.drop_source('am', force => true);
+-- The added label cannot be dropped: a fresh extension for the tests after.
+DROP EXTENSION webhook_idem;
+CREATE EXTENSION webhook_idem;
