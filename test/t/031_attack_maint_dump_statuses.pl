@@ -77,8 +77,8 @@ is($node->safe_psql('restored', q{
 	'the replayed dead event processed; nothing else due');
 is($node->safe_psql('restored', $events),
 	'as/dead1:applied a2 d1 as/processing1:processing a1 d2 as/queued1:applied a1 d2 '
-	  . 'ss/applied1:applied a1 d2 ss/failed1:applied a2 d2 ss/new1:applied a1 d1',
-	'every event where it should be; the leased one left to its lease');
+	  . 'ss/applied1:applied a1 d1 ss/failed1:applied a2 d2 ss/new1:applied a1 d1',
+	'every event where it should be (a duplicate writes nothing); the leased one left to its lease');
 is($node->safe_psql('restored', 'SELECT count(DISTINCT id) = count(*) FROM webhook_idem.events'), 't',
 	'ids unique');
 is($node->safe_psql('restored', q{SELECT string_agg(event_id, ',' ORDER BY event_id) FROM ran}),
