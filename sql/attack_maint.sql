@@ -28,6 +28,21 @@ DROP INDEX webhook_idem.am_key_icu;
 SELECT pg_temp.d('B') AS b_again, pg_temp.d('e') AS e, pg_temp.d('e') AS e_again;
 SELECT event_id, status, deliveries FROM webhook_idem.events WHERE source = 'am' ORDER BY event_id COLLATE "C";
 
+-- 1b. A NOT NULL added to a column the extension writes as NULL (or a
+--     deferrable unique key): the direct path steps aside, and the SQL
+--     INSERT enforces it; without that the direct write stored a NULL in a
+--     NOT NULL column.
+--     (The suite ends with a fresh extension: the rows are filled in.)
+UPDATE webhook_idem.events SET last_error = coalesce(last_error, 'filled in');
+ALTER TABLE webhook_idem.events ALTER COLUMN last_error SET NOT NULL;
+SELECT pg_temp.d('nn') AS not_null_enforced;
+SELECT count(*) AS stored_null FROM webhook_idem.events WHERE event_id = 'nn';
+ALTER TABLE webhook_idem.events ALTER COLUMN last_error DROP NOT NULL;
+ALTER TABLE webhook_idem.events ADD CONSTRAINT am_deferred UNIQUE (id) DEFERRABLE INITIALLY DEFERRED;
+SELECT pg_temp.d('df') AS deferrable_key, pg_temp.d('df') AS again;
+ALTER TABLE webhook_idem.events DROP CONSTRAINT am_deferred;
+SELECT pg_temp.d('nn') AS nn, pg_temp.d('nn') AS nn_again;
+
 -- 2. The status type. A label added is harmless; an event a user moved to
 --    it, or a label of the extension renamed, is refused with 55000
 --    (object not in prerequisite state) and a hint, never XX000.

@@ -26,25 +26,26 @@ typedef struct EventColumnDef
 {
 	const char *name;
 	Oid			type;
+	bool		nullable;		/* the extension declares it without NOT NULL */
 } EventColumnDef;
 
 /* The model: every column, in EventColumn order. */
 static const EventColumnDef event_columns[N_EVENT_COLUMNS] = {
-	{"id", INT8OID},
-	{"source", TEXTOID},
-	{"event_id", TEXTOID},
-	{"status", InvalidOid},
-	{"payload", JSONBOID},
-	{"body_sha256", BYTEAOID},
-	{"deliveries", INT4OID},
-	{"attempts", INT4OID},
-	{"attempts_base", INT4OID},
-	{"received_at", TIMESTAMPTZOID},
-	{"applied_at", TIMESTAMPTZOID},
-	{"lease_until", TIMESTAMPTZOID},
-	{"next_attempt_at", TIMESTAMPTZOID},
-	{"result", JSONBOID},
-	{"last_error", TEXTOID},
+	{"id", INT8OID, false},
+	{"source", TEXTOID, false},
+	{"event_id", TEXTOID, false},
+	{"status", InvalidOid, false},
+	{"payload", JSONBOID, true},
+	{"body_sha256", BYTEAOID, false},
+	{"deliveries", INT4OID, false},
+	{"attempts", INT4OID, false},
+	{"attempts_base", INT4OID, false},
+	{"received_at", TIMESTAMPTZOID, false},
+	{"applied_at", TIMESTAMPTZOID, true},
+	{"lease_until", TIMESTAMPTZOID, true},
+	{"next_attempt_at", TIMESTAMPTZOID, true},
+	{"result", JSONBOID, true},
+	{"last_error", TEXTOID, true},
 };
 
 /* The labels of webhook_idem.event_status, in WiEventStatus order. */
@@ -384,13 +385,37 @@ DirectPathOk(Relation rel, const AttrNumber *attnums)
 		return false;
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)
 	{
-		Oid			type;
+		Form_pg_attribute att;
 
 		if (attnums[c] == InvalidAttrNumber)
 			return false;
-		type = TupleDescAttr(desc, attnums[c] - 1)->atttypid;
-		if (OidIsValid(event_columns[c].type) ? type != event_columns[c].type
-			: !type_is_enum(type))
+		att = TupleDescAttr(desc, attnums[c] - 1);
+		if (OidIsValid(event_columns[c].type) ? att->atttypid != event_columns[c].type
+			: !type_is_enum(att->atttypid))
+			return false;
+		/* A NOT NULL a user added is checked by an INSERT, not by us. */
+		if (att->attnotnull && event_columns[c].nullable)
+			return false;
+	}
+	/* A deferred unique or exclusion check is the executor's to queue. */
+	{
+		List	   *indexes = RelationGetIndexList(rel);
+		ListCell   *lc;
+		bool		immediate = true;
+
+		foreach(lc, indexes)
+		{
+			HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+
+			if (HeapTupleIsValid(tup))
+			{
+				if (!((Form_pg_index) GETSTRUCT(tup))->indimmediate)
+					immediate = false;
+				ReleaseSysCache(tup);
+			}
+		}
+		list_free(indexes);
+		if (!immediate)
 			return false;
 	}
 	/* The key compares byte by byte, as the probe does. */
