@@ -57,7 +57,7 @@ RegisterWorkers(void)
 		memset(&worker, 0, sizeof(worker));
 		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		worker.bgw_restart_time = 1;
+		worker.bgw_restart_time = 10;	/* a missing database: one FATAL per 10 s */
 		strlcpy(worker.bgw_library_name, "webhook_idem", BGW_MAXLEN);
 		strlcpy(worker.bgw_function_name, "webhook_idem_worker_main", BGW_MAXLEN);
 		snprintf(worker.bgw_name, BGW_MAXLEN, "webhook_idem worker %d", i + 1);

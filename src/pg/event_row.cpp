@@ -65,11 +65,17 @@ static Oid	facts_relid = InvalidOid;
 static EventsRelFacts facts;
 static bool callbacks_registered = false;
 
+/* Counts the invalidations seen: facts and status OIDs built while one
+ * came in (the catalog lookups of a build read pending invalidations) are
+ * used for that call only, never published as valid. */
+static uint64 invalidations = 0;
+
 /* Relcache invalidation: the events table or its key index changed (or
  * everything did). Marks what was derived from them stale. */
 static void
 EventsRelInvalidated(Datum, Oid relid)
 {
+	invalidations++;
 	if (relid == InvalidOid || relid == facts_relid || relid == facts.key_index)
 	{
 		facts_valid = false;
@@ -81,6 +87,7 @@ EventsRelInvalidated(Datum, Oid relid)
 static void
 EnumsInvalidated(Datum, int, uint32)
 {
+	invalidations++;
 	status_valid = false;
 }
 
@@ -103,8 +110,10 @@ LoadStatusOids(void)
 	Oid			relid = EventsRelid();
 	AttrNumber	attnum;
 	Oid			type;
+	uint64		seen;
 
 	RegisterCallbacks();
+	seen = invalidations;
 	if (!OidIsValid(relid))
 		elog(ERROR, "webhook_idem.events does not exist");
 	attnum = get_attnum(relid, "status");
@@ -124,7 +133,7 @@ LoadStatusOids(void)
 					 errmsg("webhook_idem.event_status has no label \"%s\"", status_labels[s]),
 					 errhint("The extension's status labels must not be renamed: rename it back with ALTER TYPE webhook_idem.event_status RENAME VALUE.")));
 	}
-	status_valid = true;
+	status_valid = invalidations == seen;
 }
 
 const char *
@@ -434,6 +443,7 @@ EventsFacts(Relation rel)
 		/* Built into a copy, published whole. The caller holds a lock on
 		 * rel, so nothing these facts name can be dropped before it ends. */
 		EventsRelFacts fresh;
+		uint64		seen = invalidations;
 
 		MapColumns(RelationGetDescr(rel), fresh.attnums);
 		fresh.direct_ok = DirectPathOk(rel, fresh.attnums);
@@ -442,7 +452,7 @@ EventsFacts(Relation rel)
 			fresh.direct_ok = false;
 		facts = fresh;
 		facts_relid = RelationGetRelid(rel);
-		facts_valid = true;
+		facts_valid = invalidations == seen;
 	}
 	return &facts;
 }

@@ -6,6 +6,7 @@
  * settings ending with it, and with its event busy for re-entrant claims.
  */
 #include "pg/event_store.h"
+#include "pg/shared_state.h"
 
 extern "C" {
 #include "catalog/pg_proc.h"
@@ -80,6 +81,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	const WiCurrentEvent *outer_event = current_event;
 	volatile int applied_depth = -1;
 	volatile bool ok = true;
+	volatile bool timed_out_in_run = false;
+	volatile TimestampTz started = 0;
 	Jsonb	   *volatile value_out = NULL;
 	char	   *volatile error = NULL;
 	WiHandlerResult result = {true, NULL, NULL};
@@ -127,9 +130,19 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		InitFunctionCallInfoData(*fcinfo, &src->handler_fn, 1, InvalidOid, NULL, NULL);
 		fcinfo->args[0].value = JsonbPGetDatum(event->row.payload);
 		fcinfo->args[0].isnull = false;
+		started = GetCurrentTimestamp();
 		StartHandlerTimer();
 		value = FunctionCallInvoke(fcinfo);
-		(void) StopHandlerTimer();
+		if (StopHandlerTimer())
+		{
+			/* The timer fired, and the handler caught its cancel and went
+			 * on: the run is still past handler_timeout, and fails. */
+			timed_out_in_run = true;
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling the handler due to webhook_idem.handler_timeout")));
+		}
+		CountHandlerRun(src->name, GetCurrentTimestamp() - started);
 		if (!fcinfo->isnull && src->handler_returns_jsonb)
 		{
 			MemoryContextSwitchTo(cxt);
@@ -149,7 +162,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		bool		timed_out = StopHandlerTimer();
+		bool		timed_out = StopHandlerTimer() || timed_out_in_run;
 		char	   *message = NULL;
 
 		current_event = outer_event;
@@ -162,6 +175,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		if (started != 0)
+			CountHandlerRun(src->name, GetCurrentTimestamp() - started);
 		/* A cancel not caused by handler_timeout, and in a delivery a
 		 * class-40 error, are not the handler's failure: re-raised. */
 		if (!HandlerErrorIsFailure(edata, event->in_worker, timed_out, &message))

@@ -103,6 +103,7 @@ static int	n_temp_owners = 0;
 static int	cap_temp_owners = 0;
 static Oid	temp_owners_nsp = InvalidOid;
 static bool temp_owners_valid = false;
+static uint64 temp_invalidations = 0;	/* how many TempObjectsInvalidated saw */
 static bool temp_callbacks_registered = false;
 
 /* Syscache invalidation: a relation, type, function or operator changed
@@ -111,6 +112,7 @@ static void
 TempObjectsInvalidated(Datum, int, uint32)
 {
 	temp_owners_valid = false;
+	temp_invalidations++;
 }
 
 /* Adds owner to the list of temporary objects' owners. */
@@ -175,15 +177,25 @@ SessionMayRunHandler(Oid handler_owner)
 	}
 	if (!temp_owners_valid || temp_owners_nsp != temp_nsp)
 	{
-		/* Valid from here: an invalidation that arrives while we scan
-		 * makes the next call scan again. */
-		temp_owners_valid = true;
-		temp_owners_nsp = temp_nsp;
+		/*
+		 * The list is published only once all four scans are done, and only
+		 * if no invalidation came in meanwhile: a scan cut short by an
+		 * error (a cancel, a timeout) must never leave a partial list that
+		 * later calls would trust.
+		 */
+		uint64		seen = temp_invalidations;
+
+		temp_owners_valid = false;
 		n_temp_owners = 0;
 		ScanTempOwners(RelationRelationId, Anum_pg_class_relnamespace, Anum_pg_class_relowner, temp_nsp);
 		ScanTempOwners(TypeRelationId, Anum_pg_type_typnamespace, Anum_pg_type_typowner, temp_nsp);
 		ScanTempOwners(ProcedureRelationId, Anum_pg_proc_pronamespace, Anum_pg_proc_proowner, temp_nsp);
 		ScanTempOwners(OperatorRelationId, Anum_pg_operator_oprnamespace, Anum_pg_operator_oprowner, temp_nsp);
+		if (temp_invalidations == seen)
+		{
+			temp_owners_valid = true;
+			temp_owners_nsp = temp_nsp;
+		}
 	}
 	for (int i = 0; i < n_temp_owners; i++)
 		if (!has_privs_of_role(temp_owners[i], handler_owner))

@@ -35,21 +35,6 @@ ProcessOne(int64 id)
 		BuryExpiredLease(&row);
 		return true;
 	}
-	/* A handler may not run in this session now (another role's temporary
-	 * objects): leave the event due, unattempted, for another session. */
-	if (src->handler_name != NULL && !SessionMayRunHandler(src->owner))
-	{
-		static LocalTransactionId warned = InvalidLocalTransactionId;
-
-		if (warned != MyProc->lxid)
-			ereport(WARNING,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("process_pending skips the events of source \"%s\": this session holds another role's temporary objects",
-							src->name),
-					 errhint("DISCARD TEMP, or process them from another session.")));
-		warned = MyProc->lxid;
-		return false;
-	}
 	(void) AttemptKnownEvent(src, &row, false, &res);
 	return true;
 }
@@ -113,6 +98,7 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	text	   *source = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	int			max_events = PG_ARGISNULL(1) ? 100 : PG_GETARG_INT32(1);
 	int			done = 0;
+	DueScan		scan;
 
 	if (max_events < 0)
 		ereport(ERROR,
@@ -124,31 +110,40 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	max_events = Min(max_events, WI_MAX_BATCH);
 
 	SPI_connect();
+	DueScanInit(&scan, source);
+	while (done < max_events)
 	{
-		/* Events we row-locked but could not take (a delivery holds them). */
-		int64	   *skip = (int64 *) palloc(sizeof(int64) * 16);
-		int			n_skip = 0;
-		int			cap = 16;
+		char	   *source_name;
+		int64		id = DueScanNext(&scan, &source_name);
+		WiSource   *src;
 
-		while (done < max_events)
+		CHECK_FOR_INTERRUPTS();
+		if (id == 0)
+			break;
+		src = LookupSource(source_name);
+		if (src == NULL)
 		{
-			int64		id = NextDue(source, skip, n_skip);
-
-			CHECK_FOR_INTERRUPTS();
-			if (id == 0)
-				break;
-			if (ProcessOne(id))
-				done++;
-			else
-			{
-				if (n_skip == cap)
-				{
-					cap *= 2;
-					skip = (int64 *) repalloc(skip, sizeof(int64) * cap);
-				}
-				skip[n_skip++] = id;
-			}
+			/* Gone or misconfigured: its events stay as they are. */
+			DueScanSkipSource(&scan, source_name);
+			continue;
 		}
+		if (src->handler_name != NULL && !SessionMayRunHandler(src->owner))
+		{
+			/* A handler may not run in this session now (another role's
+			 * temporary objects): the source's events stay due,
+			 * unattempted, for another session. */
+			ereport(WARNING,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("process_pending skips the events of source \"%s\": this session holds another role's temporary objects",
+							src->name),
+					 errhint("DISCARD TEMP, or process them from another session.")));
+			DueScanSkipSource(&scan, source_name);
+			continue;
+		}
+		if (ProcessOne(id))
+			done++;
+		else
+			DueScanSkipEvent(&scan, id);
 	}
 	SPI_finish();
 	PG_RETURN_INT32(done);

@@ -50,10 +50,44 @@ BuryExpiredLease(const EventRow *row)
 				  false, NULL, NULL);
 }
 
-int64
-NextDue(text *source, const int64 *skip, int n_skip)
+void
+DueScanInit(DueScan *scan, text *source)
 {
-	static const Oid argtypes[2] = {TEXTOID, INT8ARRAYOID};
+	memset(scan, 0, sizeof(*scan));
+	scan->source = source;
+	scan->cap_skip = 16;
+	scan->skip = (int64 *) palloc(sizeof(int64) * scan->cap_skip);
+	scan->cap_skip_sources = 4;
+	scan->skip_sources = (Datum *) palloc(sizeof(Datum) * scan->cap_skip_sources);
+}
+
+void
+DueScanSkipEvent(DueScan *scan, int64 id)
+{
+	if (scan->n_skip == scan->cap_skip)
+	{
+		scan->cap_skip *= 2;
+		scan->skip = (int64 *) repalloc(scan->skip, sizeof(int64) * scan->cap_skip);
+	}
+	scan->skip[scan->n_skip++] = id;
+}
+
+void
+DueScanSkipSource(DueScan *scan, const char *source_name)
+{
+	if (scan->n_skip_sources == scan->cap_skip_sources)
+	{
+		scan->cap_skip_sources *= 2;
+		scan->skip_sources = (Datum *) repalloc(scan->skip_sources,
+												sizeof(Datum) * scan->cap_skip_sources);
+	}
+	scan->skip_sources[scan->n_skip_sources++] = CStringGetTextDatum(source_name);
+}
+
+int64
+DueScanNext(DueScan *scan, char **source_name)
+{
+	static const Oid argtypes[3] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID};
 	static SPIPlanPtr source_due_plan = NULL;
 
 	/*
@@ -62,41 +96,51 @@ NextDue(text *source, const int64 *skip, int n_skip)
 	 * (events_due_idx), or one source's (events_source_due_idx). One
 	 * statement for both ("$1 IS NULL OR source = $1") made the planner
 	 * sort all of a source's due events for every event taken, which grows
-	 * with the backlog.
+	 * with the backlog. Sources passed over are excluded before any row of
+	 * theirs is locked.
 	 */
-	SPIPlanPtr	plan = source == NULL
+	SPIPlanPtr	plan = scan->source == NULL
 		? KeepPlan(&due_plan,
-				   "SELECT id FROM webhook_idem.events"
+				   "SELECT id, source FROM webhook_idem.events"
 				   " WHERE " WI_DUE_SQL
 				   "   AND $1 IS NULL"
 				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
 				   " ORDER BY next_attempt_at LIMIT 1"
 				   " FOR UPDATE SKIP LOCKED",
-				   2, argtypes)
+				   3, argtypes)
 		: KeepPlan(&source_due_plan,
-				   "SELECT id FROM webhook_idem.events"
+				   "SELECT id, source FROM webhook_idem.events"
 				   " WHERE " WI_DUE_SQL
 				   "   AND source OPERATOR(pg_catalog.=) $1"
 				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
 				   " ORDER BY source, next_attempt_at LIMIT 1"
 				   " FOR UPDATE SKIP LOCKED",
-				   2, argtypes);
-	Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (n_skip + 1));
-	Datum		args[2];
-	char		nulls[2] = {source ? ' ' : 'n', ' '};
+				   3, argtypes);
+	Datum	   *elems;
+	Datum		args[3];
+	char		nulls[3] = {scan->source ? ' ' : 'n', ' ', ' '};
 	bool		isnull;
 	int			rc;
 
-	for (int i = 0; i < n_skip; i++)
-		elems[i] = Int64GetDatum(skip[i]);
-	args[0] = PointerGetDatum(source);
-	args[1] = PointerGetDatum(construct_array(elems, n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
+	if (scan->n_skip >= WI_MAX_BATCH)
+		return 0;
+	elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
+	for (int i = 0; i < scan->n_skip; i++)
+		elems[i] = Int64GetDatum(scan->skip[i]);
+	args[0] = PointerGetDatum(scan->source);
+	args[1] = PointerGetDatum(construct_array(elems, scan->n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
 											  TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources, TEXTOID,
+											  -1, false, TYPALIGN_INT));
 	rc = SPI_execute_plan(plan, args, nulls, false, 1);
+	pfree(elems);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return 0;
+	*source_name = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
@@ -201,9 +245,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	Interval   *lease = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 	int			batch = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT32(2);
 	ReturnSetInfo *rsinfo;
-	int64	   *skip;
-	int			n_skip = 0;
-	int			cap = 16;
+	DueScan		scan;
 	int			claimed = 0;
 
 	CheckLeaseArg(lease);
@@ -217,24 +259,26 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
-	skip = (int64 *) palloc(sizeof(int64) * cap);
+	DueScanInit(&scan, source);
 	while (claimed < batch)
 	{
-		int64		id = NextDue(source, skip, n_skip);
+		char	   *source_name;
+		int64		id = DueScanNext(&scan, &source_name);
 		EventRow	row;
 		WiSource   *src;
 
 		CHECK_FOR_INTERRUPTS();
 		if (id == 0)
 			break;
+		if (LookupSource(source_name) == NULL)
+		{
+			/* Gone or misconfigured: none of its events is taken. */
+			DueScanSkipSource(&scan, source_name);
+			continue;
+		}
 		if (!TakeDueEvent(id, &row, &src))
 		{
-			if (n_skip == cap)
-			{
-				cap *= 2;
-				skip = (int64 *) repalloc(skip, sizeof(int64) * cap);
-			}
-			skip[n_skip++] = id;
+			DueScanSkipEvent(&scan, id);
 			continue;
 		}
 		if (LeaseExpiredOnLastAttempt(src, &row))

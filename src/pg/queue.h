@@ -39,9 +39,35 @@ bool		LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row);
 /* Moves such an event to dead, saying so in last_error. */
 void		BuryExpiredLease(const EventRow *row);
 
-/* The oldest due event that no one else holds and that is not in skip
- * (row-locked for us), or 0 if there is none. */
-int64		NextDue(text *source, const int64 *skip, int n_skip);
+/* One worker call's walk over the due events: the events it passed over
+ * (someone else holds them) and the sources it cannot use now (gone,
+ * misconfigured, or a handler this session may not run), which it
+ * excludes from then on without locking another of their rows. */
+typedef struct DueScan
+{
+	text	   *source;			/* the call's source, or NULL: any */
+	int64	   *skip;
+	int			n_skip;
+	int			cap_skip;
+	Datum	   *skip_sources;	/* text datums */
+	int			n_skip_sources;
+	int			cap_skip_sources;
+} DueScan;
+
+/* Starts a walk over the due events of source (NULL: every source). */
+void		DueScanInit(DueScan *scan, text *source);
+
+/* The oldest due event not passed over that no one else holds (row-locked
+ * for us), with its source's name in *source_name; 0 if there is none, or
+ * once the call has passed over WI_MAX_BATCH events (the next call goes
+ * on: each one passed over holds a row lock until the transaction ends). */
+int64		DueScanNext(DueScan *scan, char **source_name);
+
+/* Passes over an event (someone else holds it, or it is no longer due). */
+void		DueScanSkipEvent(DueScan *scan, int64 id);
+
+/* Passes over a source for the rest of the call. */
+void		DueScanSkipSource(DueScan *scan, const char *source_name);
 
 /* Takes event id for a worker: its row lock, then its claim lock (never
  * waiting for either: a worker skips what a delivery or another worker

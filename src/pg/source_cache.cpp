@@ -64,8 +64,8 @@ SourcesInvalidated(Datum, Oid relid)
 static void
 FunctionsInvalidated(Datum, int, uint32)
 {
-	if (cache_n > 0)
-		cache_stale = true;
+	/* Even with no entry yet: the first one may be loading right now. */
+	cache_stale = true;
 }
 
 /* Registers the invalidation callbacks, once per backend: before any OID

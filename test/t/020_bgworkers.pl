@@ -202,6 +202,8 @@ like($metrics, qr/^webhook_idem_deliveries_total\{source="bg",status="duplicate"
 like($metrics, qr/^webhook_idem_deliveries_total\{status="unknown_source"\} 1$/m,
 	'deliveries to unknown sources counted under one label');
 like($metrics, qr/^webhook_idem_dead_letters\{source="bg"\} 1$/m, 'dead letters');
+like($metrics, qr/^webhook_idem_handler_seconds_count\{source="bg"\} [1-9]\d*$/m, 'handler runs counted');
+like($metrics, qr/^webhook_idem_handler_seconds_sum\{source="bg"\} \d+\.\d+$/m, 'handler time summed');
 like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
 
 $node->stop;
