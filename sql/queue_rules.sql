@@ -83,6 +83,20 @@ SELECT event_id, status, attempts, last_error, next_attempt_at > now() AS retry_
 UPDATE webhook_idem.events SET next_attempt_at = now() WHERE event_id = 't2';
 SELECT webhook_idem.process_pending('q_async') AS processed;
 SELECT event_id, status, attempts, last_error FROM webhook_idem.events WHERE event_id = 't2';
+-- A handler that catches the timeout's cancel and goes on has still run
+-- past it: the attempt fails, its effects undone.
+CREATE FUNCTION q.swallows(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM pg_sleep(5);
+  EXCEPTION WHEN query_canceled THEN
+    NULL;
+  END;
+  RETURN '{"swallowed": true}';
+END $$;
+SELECT source FROM webhook_idem.register_source('q_swallow', 'none', handler => 'q.swallows(jsonb)');
+SELECT status, http_status, attempts, detail FROM webhook_idem.apply_event('q_swallow', '{"id": "t5"}');
+SELECT status, result FROM webhook_idem.events WHERE event_id = 't5';
 RESET webhook_idem.handler_timeout;
 -- Another cancel (statement_timeout) is not the handler's failure: raised.
 SET statement_timeout = 100;
