@@ -201,43 +201,7 @@ CREATE OR REPLACE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease
 COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)
   IS 'Renews the lease of a claimed event (a heartbeat); false if the claim is no longer current';
 
-CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-  total bigint := 0;
-  n bigint;
-BEGIN
-  IF purge.older_than < interval '0' THEN
-    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF purge.max_rows < 0 THEN
-    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  -- Oldest first by id, in batches; rows that someone holds are skipped,
-  -- so deliveries are never waited for.
-  LOOP
-    WITH victims AS (
-      SELECT e.id FROM webhook_idem.events e
-        JOIN webhook_idem.sources s ON s.source = e.source
-       WHERE e.status = 'applied'
-         AND e.applied_at < now() - coalesce(purge.older_than, s.retention)
-       ORDER BY e.id
-       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
-         FOR UPDATE OF e SKIP LOCKED)
-    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    total := total + n;
-    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
-  END LOOP;
-  RETURN total;
-END
-$$;
-COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
-  IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';
+-- purge() checks its arguments: defined below, with the cap on retention.
 
 -- A source that becomes async (register_source, or any UPDATE or INSERT of
 -- its row) has its stranded events made due: failed sync events have no
