@@ -52,6 +52,37 @@ struct VerifyRequest {
   const std::string_view *secrets = nullptr;
   size_t n_secrets = 0;
   HmacOptions hmac;
+  /* The request method as the HTTP layer saw it ("POST", "GET"); HubSpot
+   * signs it, Meta's subscription check is a GET. */
+  std::string_view method = "POST";
+  /* The values of Scheme::body_fields in this body, in the same order (the
+   * core parses no JSON: src/pg extracts them). A JSON string is given
+   * unescaped, a number, true, false or null as written; nullopt where the
+   * path finds nothing or the body is not JSON. */
+  const std::optional<std::string_view> *fields = nullptr;
+  size_t n_fields = 0;
+  /* The token a sender's subscription check must present (Meta's
+   * hub.verify_token): the source's options.verify_token; empty if unset. */
+  std::string_view verify_token;
+};
+
+/* One member of a JSON object reply: the value is a JSON string unless raw,
+ * in which case it is written as given (a number such as Discord's 1). */
+struct ReplyMember {
+  std::string_view key;
+  std::string_view value;
+  bool raw = false;
+};
+
+/* The answer to a sender's endpoint check (a handshake): either the text of
+ * members[0].value (text/plain), or a JSON object of the members
+ * (application/json). src/pg writes the JSON, escaping the values. Values
+ * may point into the request or into scratch (a computed value). */
+struct HandshakeReply {
+  bool json = false;
+  ReplyMember members[2];
+  size_t n_members = 0;
+  char scratch[2 * kMaxDigestSize + 1] = {};
 };
 
 /* First header named name (ASCII case-insensitive), if any. */
@@ -62,6 +93,9 @@ std::optional<std::string_view> FindHeader(const VerifyRequest &req,
 struct EventIdDefault {
   const char *primary;  /* "header:<Name>" or a JSON path such as "$.id" */
   const char *fallback; /* tried when primary finds nothing; may be null */
+  /* A JSON path whose value is appended to primary's, after ':' (Adyen's
+   * pspReference + ":" + eventCode); null for none. */
+  const char *suffix = nullptr;
 };
 
 /* A signature scheme: its name, its verifier and its event-id default. */
@@ -80,6 +114,34 @@ struct Scheme {
    * Content-Type header (Twilio): whether this delivery's body is a form,
    * judging by the URL it was sent to. Null: the Content-Type decides. */
   bool (*posts_form)(std::optional<std::string_view> url) noexcept = nullptr;
+
+  /* JSON paths of the body values verify, handshake or verify_item read
+   * (VerifyRequest::fields); null when the scheme reads none. */
+  const char *const *body_fields = nullptr;
+  size_t n_body_fields = 0;
+  /* Called after verify() found the delivery valid: true, with *out, when
+   * it is an endpoint check (Slack url_verification, Zoom
+   * endpoint.url_validation, Twitch webhook_callback_verification, Discord
+   * PING); it then records nothing and runs no handler. May throw
+   * wi::Error. Null: the scheme has none. */
+  bool (*handshake)(const VerifyRequest &req, HandshakeReply *out) = nullptr;
+  /* Called before verification, for a check the sender does not sign
+   * (Meta's GET hub.challenge): true, with *out, when this request is one
+   * and it proves itself as the provider specifies (the verify token).
+   * Null: the scheme has none. */
+  bool (*unsigned_handshake)(const VerifyRequest &req,
+                             HandshakeReply *out) = nullptr;
+
+  /* Batches: the JSON path of the events in a body (SendGrid "$[*]"); null
+   * for one event per body. A source's items_from overrides it. */
+  const char *items_from = nullptr;
+  /* Per-item signatures (Adyen): the JSON paths, relative to one item, of
+   * the values verify_item reads, and the verifier, called once per item
+   * with the item's values as req.fields (req.n_fields ==
+   * n_item_fields). Null: verify() covers the whole body. */
+  const char *const *item_fields = nullptr;
+  size_t n_item_fields = 0;
+  Verdict (*verify_item)(const VerifyRequest &req) = nullptr;
 };
 
 /* The scheme called name, or null. */
