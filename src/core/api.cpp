@@ -18,6 +18,22 @@ bool Verify(const Scheme *scheme, const VerifyRequest &req, Verdict *out,
   return Guarded(st, [&] { *out = scheme->verify(req); });
 }
 
+bool Handshake(const Scheme *scheme, const VerifyRequest &req, bool verified,
+               HandshakeReply *out, bool *answered, Status *st) noexcept {
+  return Guarded(st, [&] {
+    auto check = verified ? scheme->handshake : scheme->unsigned_handshake;
+    *answered = check != nullptr && check(req, out);
+  });
+}
+
+bool VerifyItem(const Scheme *scheme, const VerifyRequest &req, Verdict *out,
+                Status *st) noexcept {
+  return Guarded(st, [&] {
+    *out = scheme->verify_item != nullptr ? scheme->verify_item(req)
+                                          : Verdict::kValid;
+  });
+}
+
 bool ComputeHmac(std::string_view algorithm, std::string_view data,
                  std::string_view key, unsigned char *out, size_t *out_len,
                  Status *st) noexcept {

@@ -20,6 +20,16 @@ namespace wi::api {
 bool Verify(const Scheme *scheme, const VerifyRequest &req, Verdict *out,
             Status *st) noexcept;
 
+/* Whether req is an endpoint check of scheme's sender, and its reply:
+ * scheme->handshake when verified is true (verify() found req valid), else
+ * scheme->unsigned_handshake. *answered false: not a handshake. */
+bool Handshake(const Scheme *scheme, const VerifyRequest &req, bool verified,
+               HandshakeReply *out, bool *answered, Status *st) noexcept;
+
+/* Runs scheme->verify_item on one batch item (req.fields: its values). */
+bool VerifyItem(const Scheme *scheme, const VerifyRequest &req, Verdict *out,
+                Status *st) noexcept;
+
 /* HMAC of data with key under the named algorithm; out holds kMaxDigestSize.
  * Unknown algorithm: 22023. */
 bool ComputeHmac(std::string_view algorithm, std::string_view data,
