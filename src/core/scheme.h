@@ -142,6 +142,9 @@ struct Scheme {
   const char *const *item_fields = nullptr;
   size_t n_item_fields = 0;
   Verdict (*verify_item)(const VerifyRequest &req) = nullptr;
+  /* The text/plain body every accepted request (a 2xx answer) is answered
+   * with, when the sender expects one (Adyen's "[accepted]"); null: none. */
+  const char *accepted_reply = nullptr;
 };
 
 /* The scheme called name, or null. */
