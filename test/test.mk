@@ -1,7 +1,7 @@
 # test.mk - the project's own entry points around PGXS: set-up, unit tests,
 # PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
 
-.PHONY: setup demo test unit check-pg tap load fuzz fuzz-build bench
+.PHONY: setup demo test unit check-pg sdk tap load fuzz fuzz-build bench
 
 BUILD_DIR = build
 CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
@@ -20,6 +20,7 @@ test: setup
 	$(MAKE) install
 	$(MAKE) unit
 	$(MAKE) check-pg
+	$(MAKE) sdk
 	$(MAKE) tap
 	$(MAKE) load
 	$(MAKE) fuzz
@@ -39,6 +40,11 @@ unit: $(BUILD_DIR)/unit_tests
 PG_MAJOR = $(shell $(PG_CONFIG) --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
 check-pg:
 	pg_virtualenv -t -v $(PG_MAJOR) $(MAKE) installcheck
+
+# Deliveries signed and judged by the providers' own SDKs (npm), decided
+# again by verify_signature on a throwaway cluster.
+sdk:
+	pg_virtualenv -t -v $(PG_MAJOR) bash test/sdk/run.sh
 
 # TAP tests (crashes, restarts) run as the postgres user.
 tap:

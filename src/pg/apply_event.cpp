@@ -23,12 +23,14 @@ typedef struct Outcome
 	bool		attempts_null;
 	Jsonb	   *result;
 	const char *detail;
+	const char *reply;			/* the body the sender expects back, or NULL */
+	const char *reply_type;		/* its Content-Type */
 } Outcome;
 
 static Outcome
 MakeOutcome(const char *status, int http_status, const char *event_id, const char *detail)
 {
-	Outcome		o = {status, http_status, event_id, 0, true, NULL, detail};
+	Outcome		o = {status, http_status, event_id, 0, true, NULL, detail, NULL, NULL};
 
 	return o;
 }
@@ -179,20 +181,28 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 	return o;
 }
 
-/* Verifies, parses and identifies a delivery; returns false with *o set
- * when it is refused before any write. */
+/* A request admitted: verified and parsed, not yet identified. */
+typedef struct Admitted
+{
+	const char *data;			/* the raw body */
+	int			len;
+	Jsonb	   *payload;		/* the body as JSON (or form data) */
+	WiHeaders	headers;
+} Admitted;
+
+/* Verifies and parses a request; returns false with *o set when it is
+ * refused, or answered as a handshake, before any write. */
 static bool
-Admit(WiSource *src, FunctionCallInfo fcinfo, bytea **body_out, Jsonb **payload_out,
-	  char **event_id_out, Outcome *o)
+Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 {
 	bytea	   *body;
-	const char *data;
-	int			len;
-	WiHeaders	headers;
+	text	   *url = PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3);
+	WiVerifyArgs args;
 	wi::Verdict verdict;
-	Jsonb	   *payload;
-	const char *detail;
-	char	   *event_id;
+	const char *detail = NULL;
+	bool		parsed = false;
+	char	   *reply;
+	const char *reply_type;
 
 	if (PG_ARGISNULL(1))
 	{
@@ -200,57 +210,116 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, bytea **body_out, Jsonb **payload_
 		return false;
 	}
 	body = PG_GETARG_BYTEA_PP(1);
-	data = VARDATA_ANY(body);
-	len = VARSIZE_ANY_EXHDR(body);
-	if (len > wi_max_body_bytes)
+	in->data = VARDATA_ANY(body);
+	in->len = VARSIZE_ANY_EXHDR(body);
+	if (in->len > wi_max_body_bytes)
 	{
 		*o = MakeOutcome("too_large", 413, NULL,
 						 psprintf("body is %d bytes; webhook_idem.max_body_bytes is %d",
-								  len, wi_max_body_bytes));
+								  in->len, wi_max_body_bytes));
+		return false;
+	}
+	in->headers = CollectHeaders(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2));
+	in->payload = NULL;
+
+	memset(&args, 0, sizeof(args));
+	args.scheme = src->scheme;
+	args.secrets = src->secrets;
+	args.n_secrets = src->n_secrets;
+	args.options = &src->hmac;
+	args.verify_token = src->verify_token;
+	args.body = in->data;
+	args.body_len = (size_t) in->len;
+	args.headers = &in->headers;
+	args.url = url;
+	args.method = PG_NARGS() > 5 && !PG_ARGISNULL(5) ? text_to_cstring(PG_GETARG_TEXT_PP(5)) : "POST";
+	args.now_usec = TimestampToUnixMicros(GetCurrentTimestamp());
+	args.tolerance_usec = src->tolerance_usec;
+	args.items_path = src->items_path;
+
+	/* A check the sender does not sign (Meta's GET) proves itself. */
+	if (AnswerHandshake(&args, false, &reply, &reply_type))
+	{
+		*o = MakeOutcome("handshake", 200, NULL, NULL);
+		o->reply = reply;
+		o->reply_type = reply_type;
 		return false;
 	}
 
-	headers = CollectHeaders(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2));
-	verdict = VerifyDelivery(src->scheme, src->secrets, src->n_secrets, &src->hmac, data, len,
-							 &headers, PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3),
-							 TimestampToUnixMicros(GetCurrentTimestamp()), src->tolerance_usec);
+	/* A scheme that reads body values gets the parsed body. */
+	if (SchemeReadsBody(src->scheme))
+	{
+		in->payload = IsFormBody(src->scheme, &in->headers, url)
+			? ParseFormBody(in->data, in->len, &detail)
+			: ParseJsonBody(in->data, in->len, &detail);
+		parsed = true;
+		args.payload = in->payload;
+	}
+	verdict = VerifyDelivery(&args);
 	if (verdict != wi::Verdict::kValid)
 	{
 		*o = MakeOutcome("invalid_signature", 401, NULL, wi::VerdictName(verdict));
 		return false;
 	}
 
-	if (IsFormBody(src->scheme, &headers, PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3)))
-		payload = ParseFormBody(data, len, &detail);
-	else
-		payload = ParseJsonBody(data, len, &detail);
-	if (payload == NULL)
+	if (!parsed)
+		in->payload = IsFormBody(src->scheme, &in->headers, url)
+			? ParseFormBody(in->data, in->len, &detail)
+			: ParseJsonBody(in->data, in->len, &detail);
+	if (in->payload == NULL)
 	{
 		*o = MakeOutcome("invalid_payload", 400, NULL, detail);
 		return false;
 	}
 
-	if (!PG_ARGISNULL(4))
+	/* An endpoint check, verified: answered, nothing recorded. */
+	if (AnswerHandshake(&args, true, &reply, &reply_type))
 	{
-		event_id = text_to_cstring(PG_GETARG_TEXT_PP(4));
+		*o = MakeOutcome("handshake", 200, NULL, NULL);
+		o->reply = reply;
+		o->reply_type = reply_type;
+		return false;
+	}
+	return true;
+}
+
+/* The event id of one event (payload: the body's, or a batch item's; data:
+ * what 'sha256' digests); NULL with *o set if it has none usable. */
+static char *
+IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len,
+			  text *given, Outcome *o)
+{
+	char	   *event_id;
+
+	if (given != NULL)
+	{
+		event_id = text_to_cstring(given);
 		if (event_id[0] == '\0')
 		{
 			*o = MakeOutcome("invalid_payload", 400, NULL, "event_id is empty");
-			return false;
+			return NULL;
 		}
 	}
 	else
 	{
-		event_id = ExtractEventId(&src->id_primary, &headers, payload, data, len);
+		event_id = ExtractEventId(&src->id_primary, &in->headers, payload, data, len);
 		if (event_id == NULL && src->id_fallback.kind != WI_EVENT_ID_NONE)
-			event_id = ExtractEventId(&src->id_fallback, &headers, payload, data, len);
+			event_id = ExtractEventId(&src->id_fallback, &in->headers, payload, data, len);
+		if (event_id != NULL && src->id_suffix.kind != WI_EVENT_ID_NONE)
+		{
+			char	   *suffix = ExtractEventId(&src->id_suffix, &in->headers, payload, data, len);
+
+			event_id = suffix ? psprintf("%s:%s", event_id, suffix) : NULL;
+		}
 		if (event_id == NULL)
 		{
 			*o = MakeOutcome("invalid_payload", 400, NULL,
-							 psprintf("no event id found (%s%s%s)", src->id_primary.text,
+							 psprintf("no event id found (%s%s%s%s%s)", src->id_primary.text,
 									  src->id_fallback.kind != WI_EVENT_ID_NONE ? ", then " : "",
-									  src->id_fallback.kind != WI_EVENT_ID_NONE ? src->id_fallback.text : ""));
-			return false;
+									  src->id_fallback.kind != WI_EVENT_ID_NONE ? src->id_fallback.text : "",
+									  src->id_suffix.kind != WI_EVENT_ID_NONE ? " with " : "",
+									  src->id_suffix.kind != WI_EVENT_ID_NONE ? src->id_suffix.text : ""));
+			return NULL;
 		}
 	}
 	if ((int) strlen(event_id) > wi_max_event_id_bytes)
@@ -258,17 +327,14 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, bytea **body_out, Jsonb **payload_
 		*o = MakeOutcome("invalid_payload", 400, NULL,
 						 psprintf("event id is %d bytes; webhook_idem.max_event_id_bytes is %d",
 								  (int) strlen(event_id), wi_max_event_id_bytes));
-		return false;
+		return NULL;
 	}
-	*body_out = body;
-	*payload_out = payload;
-	*event_id_out = event_id;
-	return true;
+	return event_id;
 }
 
 /* Everything after admission: claim, look up, record, apply. */
 static Outcome
-Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
+Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *event_id)
 {
 	bytea	   *sha = (bytea *) palloc(VARHDRSZ + wi::kSha256Size);
 	TimestampTz now = GetCurrentTimestamp();
@@ -277,7 +343,7 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 	Outcome		o;
 
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
-	CheckCore(wi::api::ComputeSha256(std::string_view(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body)),
+	CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
 									 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),
 			  st);
 
@@ -334,9 +400,168 @@ Deliver(WiSource *src, bytea *body, Jsonb *payload, const char *event_id)
 	return ApplyFirst(src, event_id, payload, sha, now);
 }
 
+/* How bad an item's answer is for the sender: the batch answers with its
+ * worst item's (failed, then in_progress, payload_mismatch,
+ * invalid_payload, dead, queued; the final answers after them). */
+static int
+Severity(const Outcome *o)
+{
+	static const char *const order[] = {
+		"applied", "duplicate", "stale", "queued", "dead", "invalid_payload",
+		"payload_mismatch", "in_progress", "failed"
+	};
+
+	for (int i = lengthof(order) - 1; i >= 0; i--)
+		if (strcmp(o->status, order[i]) == 0)
+			return i;
+	return lengthof(order);
+}
+
+/* One item of a batch, with the key its claim lock is taken under. */
+typedef struct BatchItem
+{
+	int			index;			/* its place in the body */
+	Jsonb	   *payload;
+	char	   *text;			/* its JSON text: what is digested */
+	char	   *event_id;		/* NULL: refused (outcome set) */
+	uint64		lock_key;
+	Outcome		outcome;
+} BatchItem;
+
+/* Orders items by claim-lock key, then event id: every batch takes its
+ * locks in one global order, so two batches sharing items never deadlock. */
+static int
+CompareItems(const void *a, const void *b)
+{
+	const BatchItem *x = (const BatchItem *) a;
+	const BatchItem *y = (const BatchItem *) b;
+
+	if (x->lock_key != y->lock_key)
+		return x->lock_key < y->lock_key ? -1 : 1;
+	if (x->event_id == NULL || y->event_id == NULL)
+		return (x->event_id == NULL) - (y->event_id == NULL);
+	{
+		int			c = strcmp(x->event_id, y->event_id);
+
+		return c != 0 ? c : x->index - y->index;
+	}
+}
+
+static int
+CompareItemIndex(const void *a, const void *b)
+{
+	return ((const BatchItem *) a)->index - ((const BatchItem *) b)->index;
+}
+
+/* One item's entry in the batch's result. */
+static void
+AppendItemResult(StringInfo buf, const BatchItem *item)
+{
+	const Outcome *o = &item->outcome;
+
+	appendStringInfoString(buf, "{\"event_id\": ");
+	if (o->event_id)
+		escape_json(buf, o->event_id);
+	else
+		appendStringInfoString(buf, "null");
+	appendStringInfoString(buf, ", \"status\": ");
+	escape_json(buf, o->status);
+	appendStringInfo(buf, ", \"http_status\": %d, \"attempts\": ", o->http_status);
+	if (o->attempts_null)
+		appendStringInfoString(buf, "null");
+	else
+		appendStringInfo(buf, "%d", o->attempts);
+	if (o->detail)
+	{
+		appendStringInfoString(buf, ", \"detail\": ");
+		escape_json(buf, StorableText(o->detail, WI_MAX_ERROR_BYTES));
+	}
+	appendStringInfoChar(buf, '}');
+}
+
+/*
+ * A request carrying several events (SPEC section 2, batches): verified
+ * once, then each item is an event of its own, identified within the item,
+ * de-duplicated and applied (its handler in its own subtransaction) as a
+ * delivery of its own would be. The request's answer is its worst item's;
+ * result lists every item's outcome, in body order. Items are claimed in
+ * lock-key order, so concurrent batches never deadlock on each other.
+ */
+static Outcome
+DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
+{
+	int			n;
+	Jsonb	  **payloads = BatchItems(in->payload, src->items_path, &n);
+	BatchItem  *items;
+	StringInfoData buf;
+	Outcome		o;
+	int			worst = -1;
+	int			counts[2] = {0, 0};	/* applied, duplicate */
+
+	if (given_id)
+		return MakeOutcome("invalid_payload", 400, NULL,
+						   "event_id cannot be given for a batch: each item carries its own");
+	if (n == 0)
+		return MakeOutcome("invalid_payload", 400, NULL, "the batch holds no events");
+
+	items = (BatchItem *) palloc0(sizeof(BatchItem) * n);
+	for (int i = 0; i < n; i++)
+	{
+		BatchItem  *item = &items[i];
+		wi::Status	st;
+
+		item->index = i;
+		item->payload = payloads[i];
+		item->text = JsonbToCString(NULL, &payloads[i]->root, VARSIZE(payloads[i]));
+		item->event_id = IdentifyEvent(src, in, item->payload, item->text,
+									   (int) strlen(item->text), NULL, &item->outcome);
+		if (item->event_id != NULL)
+			CheckCore(wi::api::ComputeLockKey(src->name, item->event_id, &item->lock_key, &st), st);
+	}
+	qsort(items, n, sizeof(BatchItem), CompareItems);
+	for (int i = 0; i < n; i++)
+	{
+		BatchItem  *item = &items[i];
+
+		if (item->event_id != NULL)
+			item->outcome = Deliver(src, item->text, (int) strlen(item->text), item->payload,
+									item->event_id);
+		CountOutcome(src->name, item->outcome.status);
+	}
+	qsort(items, n, sizeof(BatchItem), CompareItemIndex);
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (int i = 0; i < n; i++)
+	{
+		const Outcome *io = &items[i].outcome;
+
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		AppendItemResult(&buf, &items[i]);
+		if (worst < 0 || Severity(io) > Severity(&items[worst].outcome))
+			worst = i;
+		if (strcmp(io->status, "applied") == 0)
+			counts[0]++;
+		else if (strcmp(io->status, "duplicate") == 0)
+			counts[1]++;
+	}
+	appendStringInfoChar(&buf, ']');
+
+	o = MakeOutcome(items[worst].outcome.status, items[worst].outcome.http_status, NULL,
+					psprintf("%d events: %d applied, %d duplicate, %d other", n, counts[0],
+							 counts[1], n - counts[0] - counts[1]));
+	/* All final and the worst a duplicate: some may still be applied now. */
+	if (o.http_status == 200 && counts[0] > 0)
+		o.status = "applied";
+	o.result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+	return o;
+}
+
 /*
  * webhook_idem.apply_event(source text, body bytea, headers jsonb, url text,
- * event_id text) RETURNS webhook_idem.outcome
+ * event_id text, method text) RETURNS webhook_idem.outcome (0.1.0's
+ * function has no method argument, and its outcome no reply columns)
  */
 extern "C" Datum
 webhook_idem_apply_event(PG_FUNCTION_ARGS)
@@ -347,8 +572,9 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	WiSource   *src;
 	const char *misconfigured;
 	Outcome		o;
-	Datum		values[6];
-	bool		nulls[6];
+	Datum		values[8];
+	bool		nulls[8];
+	bool		counted = false;
 	HeapTuple	tuple;
 	Oid			caller;
 	int			caller_sec;
@@ -384,16 +610,37 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 						psprintf("no source named \"%s\" is registered", source));
 	else
 	{
-		bytea	   *body;
-		Jsonb	   *payload;
-		char	   *event_id;
+		Admitted	in;
 
-		if (Admit(src, fcinfo, &body, &payload, &event_id, &o))
-			o = Deliver(src, body, payload, event_id);
+		if (Admit(src, fcinfo, &in, &o))
+		{
+			text	   *given = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+
+			if (src->items_path != NULL)
+			{
+				o = DeliverBatch(src, &in, given != NULL);
+				counted = o.result != NULL; /* item by item */
+			}
+			else
+			{
+				char	   *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
+													 given, &o);
+
+				if (event_id != NULL)
+					o = Deliver(src, in.data, in.len, in.payload, event_id);
+			}
+		}
+		/* A sender that wants every accepted request acknowledged. */
+		if (src->scheme->accepted_reply != nullptr && o.http_status < 300 && o.reply == NULL)
+		{
+			o.reply = src->scheme->accepted_reply;
+			o.reply_type = "text/plain";
+		}
 	}
 
 	/* Unknown names are counted under one label (they are unbounded). */
-	CountOutcome(src != NULL || misconfigured != NULL ? source : NULL, o.status);
+	if (!counted)
+		CountOutcome(src != NULL || misconfigured != NULL ? source : NULL, o.status);
 
 	/* Build the answer in the caller's memory: SPI's goes away next. */
 	MemoryContextSwitchTo(outer);
@@ -408,6 +655,13 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	nulls[4] = o.result == NULL;
 	values[5] = o.detail ? CStringGetTextDatum(StorableText(o.detail, WI_MAX_ERROR_BYTES)) : (Datum) 0;
 	nulls[5] = o.detail == NULL;
+	/* 0.2.0's outcome: the body the sender expects back, and its type. */
+	values[6] = o.reply ? CStringGetTextDatum(o.reply) : (Datum) 0;
+	nulls[6] = o.reply == NULL;
+	values[7] = o.reply_type ? CStringGetTextDatum(o.reply_type) : (Datum) 0;
+	nulls[7] = o.reply_type == NULL;
+	if (desc->natts != 6 && desc->natts != 8)
+		elog(ERROR, "webhook_idem.outcome has %d attributes; expected 6 (0.1.0) or 8", desc->natts);
 	tuple = heap_form_tuple(desc, values, nulls);
 	SPI_finish();
 	SetUserIdAndSecContext(caller, caller_sec);

@@ -296,3 +296,137 @@ ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers, Jsonb *paylo
 	}
 	return NULL;
 }
+
+/* A JSON path compiled once per backend (paths named by the schemes). */
+static JsonPath *
+CompiledPath(const char *text)
+{
+	typedef struct
+	{
+		const char *text;
+		JsonPath   *path;
+	} CachedPath;
+	static CachedPath *cache = NULL;
+	static int	n_cached = 0;
+	MemoryContext old;
+	JsonPath   *path;
+
+	for (int i = 0; i < n_cached; i++)
+		if (cache[i].text == text)
+			return cache[i].path;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	path = DatumGetJsonPathPCopy(DirectFunctionCall1(jsonpath_in, CStringGetDatum(text)));
+	cache = cache ? (CachedPath *) repalloc(cache, sizeof(CachedPath) * (n_cached + 1))
+		: (CachedPath *) palloc(sizeof(CachedPath));
+	cache[n_cached].text = text;
+	cache[n_cached].path = path;
+	n_cached++;
+	MemoryContextSwitchTo(old);
+	return path;
+}
+
+/* The text of a scalar jsonb value as a scheme reads it: a string
+ * unescaped, a number, true, false or null as written; NULL otherwise. */
+static char *
+ScalarText(Jsonb *jb, int *len)
+{
+	JsonbValue	v;
+	char	   *s;
+
+	if (jb == NULL || !JB_ROOT_IS_SCALAR(jb) || !JsonbExtractScalar(&jb->root, &v))
+		return NULL;
+	switch (v.type)
+	{
+		case jbvString:
+			*len = v.val.string.len;
+			return pnstrdup(v.val.string.val, v.val.string.len);
+		case jbvNumeric:
+			s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+			break;
+		case jbvBool:
+			s = pstrdup(v.val.boolean ? "true" : "false");
+			break;
+		case jbvNull:
+			s = pstrdup("null");
+			break;
+		default:
+			return NULL;
+	}
+	*len = (int) strlen(s);
+	return s;
+}
+
+std::optional<std::string_view> *
+BodyFieldValues(Jsonb *payload, const char *const *paths, size_t n)
+{
+	std::optional<std::string_view> *values;
+
+	if (n == 0)
+		return NULL;
+	/* optional<string_view> is trivially destructible: palloc is fine. */
+	values = (std::optional<std::string_view> *) palloc(sizeof(*values) * n);
+	for (size_t i = 0; i < n; i++)
+	{
+		char	   *s = NULL;
+		int			len = 0;
+
+		new (&values[i]) std::optional<std::string_view>();
+		if (payload != NULL)
+			s = ScalarText(PathQueryFirst(payload, CompiledPath(paths[i])), &len);
+		if (s != NULL)
+			values[i] = std::string_view(s, (size_t) len);
+	}
+	return values;
+}
+
+Jsonb **
+BatchItems(Jsonb *payload, JsonPath *path, int *n)
+{
+	static Datum no_vars = (Datum) 0;
+	LOCAL_FCINFO(fcinfo, 4);
+	Datum		all;
+	Jsonb	   *array;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	Jsonb	  **items;
+	int			count = 0;
+
+	*n = 0;
+	if (payload == NULL)
+		return NULL;
+	if (no_vars == (Datum) 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		no_vars = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+		MemoryContextSwitchTo(old);
+	}
+	/* jsonb_path_query_array(payload, path, '{}', silent => true) */
+	InitFunctionCallInfoData(*fcinfo, NULL, 4, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = JsonbPGetDatum(payload);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = PointerGetDatum(path);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = no_vars;
+	fcinfo->args[2].isnull = false;
+	fcinfo->args[3].value = BoolGetDatum(true);
+	fcinfo->args[3].isnull = false;
+	all = jsonb_path_query_array(fcinfo);
+	if (fcinfo->isnull)
+		return NULL;
+	array = DatumGetJsonbP(all);
+	items = (Jsonb **) palloc(sizeof(Jsonb *) * Max(JB_ROOT_COUNT(array), 1));
+	it = JsonbIteratorInit(&array->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		if (tok == WJB_ELEM)
+			items[count++] = JsonbValueToJsonb(&v);
+	*n = count;
+	return items;
+}
+
+JsonPath *
+SchemeItemsPath(const wi::Scheme *scheme)
+{
+	return scheme->items_from != NULL ? CompiledPath(scheme->items_from) : NULL;
+}

@@ -31,7 +31,8 @@ static Oid	secrets_relid = InvalidOid;
 static Oid	events_relid = InvalidOid;
 static Oid	events_seq_relid = InvalidOid;
 static Oid	extension_owner = InvalidOid;
-static SPIPlanPtr load_plan = NULL;
+/* The source query, for the 0.1.0 table and for 0.2.0's (more columns). */
+static SPIPlanPtr load_plans[2] = {NULL, NULL};
 
 /* Forgets every OID looked up by name: the extension may have been dropped
  * and created again. */
@@ -276,7 +277,7 @@ enum
 {
 	COL_SCHEME = 1, COL_HANDLER, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
 	COL_MAX_ATTEMPTS, COL_BACKOFF, COL_EVENT_ID_FROM, COL_OPTIONS, COL_OWNER,
-	COL_SEARCH_PATH, COL_SECRETS
+	COL_SEARCH_PATH, COL_SECRETS, COL_ITEMS_FROM
 };
 
 /* Fills src from a source row, allocating in cxt (the current context);
@@ -320,9 +321,33 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, true, cxt);
 		if (src->scheme->event_id.fallback != NULL)
 			ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, true, cxt);
+		if (src->scheme->event_id.suffix != NULL)
+			ParseEventIdRule(src->scheme->event_id.suffix, &src->id_suffix, true, cxt);
 	}
+	/* A batch's items: where the source says, else where the scheme's
+	 * sender puts them; their event ids are found within each item. */
+	d = SPI_getbinval(tup, desc, COL_ITEMS_FROM, &isnull);
+	if (!isnull)
+	{
+		char	   *items_from = TextDatumGetCString(d);
+		MemoryContext old;
+
+		CheckJsonPathSetting("items_from", items_from);
+		old = MemoryContextSwitchTo(cxt);
+		src->items_path = (JsonPath *) PG_DETOAST_DATUM_COPY(
+															 DirectFunctionCall1(jsonpath_in, CStringGetDatum(items_from)));
+		MemoryContextSwitchTo(old);
+	}
+	else
+		src->items_path = SchemeItemsPath(src->scheme);
+	if (src->items_path != NULL && src->id_primary.kind == WI_EVENT_ID_HEADER)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event_id_from \"%s\" cannot tell a batch's items apart", src->id_primary.text),
+				 errhint("In a batch, event_id_from is a JSON path within each item, or 'sha256' of the item.")));
 	d = SPI_getbinval(tup, desc, COL_OPTIONS, &isnull);
-	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac, cxt);
+	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac,
+					   &src->verify_token, cxt);
 	src->owner = DatumGetObjectId(SPI_getbinval(tup, desc, COL_OWNER, &isnull));
 	{
 		/* The handler's search_path: the registered one (which must not
@@ -363,26 +388,30 @@ LoadSource(const char *name)
 	WiSource   *src;
 	int			rc;
 
-	if (load_plan == NULL)
+	/* A database still on 0.1.0's SQL has none of 0.2.0's columns. */
+	int			v020 = get_attnum(SourcesRelid(), "items_from") != InvalidAttrNumber;
+
+	if (load_plans[v020] == NULL)
 	{
 		Oid			argtypes[1] = {TEXTOID};
-		SPIPlanPtr	plan = SPI_prepare(
-									   "SELECT s.scheme, s.handler,"
-									   " s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
-									   " s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
-									   " s.handler_search_path, ss.secrets"
-									   " FROM webhook_idem.sources s"
+		SPIPlanPtr	plan = SPI_prepare(psprintf(
+												"SELECT s.scheme, s.handler,"
+												" s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
+												" s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
+												" s.handler_search_path, ss.secrets, %s"
+												" FROM webhook_idem.sources s"
 									   " LEFT JOIN webhook_idem.source_secrets ss"
 									   "   ON ss.source OPERATOR(pg_catalog.=) s.source"
 									   " WHERE s.source OPERATOR(pg_catalog.=) $1",
+												v020 ? "s.items_from" : "NULL::pg_catalog.text"),
 									   1, argtypes);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(plan);
-		load_plan = plan;
+		load_plans[v020] = plan;
 	}
-	rc = SPI_execute_snapshot(load_plan, &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
+	rc = SPI_execute_snapshot(load_plans[v020], &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							  true, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "loading source failed: %s", SPI_result_code_string(rc));

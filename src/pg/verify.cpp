@@ -12,6 +12,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_verify_signature);
 PG_FUNCTION_INFO_V1(webhook_idem_check_source_config);
 PG_FUNCTION_INFO_V1(webhook_idem_check_search_path);
+PG_FUNCTION_INFO_V1(webhook_idem_check_json_path);
 }
 
 /* A text datum as a view (valid while the datum is). */
@@ -107,10 +108,11 @@ OptionString(Jsonb *options, const char *key, const char *dflt, MemoryContext cx
 
 void
 ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *out,
-				   MemoryContext cxt)
+				   char **verify_token, MemoryContext cxt)
 {
 	static const char *const known[] = {"header", "algorithm", "encoding", "prefix"};
 	bool		generic = scheme->takes_options;
+	bool		checks_unsigned = scheme->unsigned_handshake != nullptr;
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -121,6 +123,7 @@ ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *ou
 	wi::Status	st;
 
 	*out = wi::HmacOptions();
+	*verify_token = MemoryContextStrdup(cxt, "");
 	if (options == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
@@ -139,12 +142,21 @@ ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *ou
 			if (generic && (size_t) v.val.string.len == strlen(k) &&
 				memcmp(v.val.string.val, k, v.val.string.len) == 0)
 				ok = true;
+		if (checks_unsigned && v.val.string.len == 12 &&
+			memcmp(v.val.string.val, "verify_token", 12) == 0)
+			ok = true;
 		if (!ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("scheme \"%s\" has no option \"%.*s\"", scheme->name,
 							v.val.string.len, v.val.string.val),
-					 generic ? errhint("Options of the generic scheme: header, algorithm, encoding, prefix.") : 0));
+					 generic ? errhint("Options of the generic scheme: header, algorithm, encoding, prefix.") :
+					 checks_unsigned ? errhint("The one option of this scheme is verify_token.") : 0));
+	}
+	if (checks_unsigned)
+	{
+		*verify_token = OptionString(options, "verify_token", "", cxt);
+		return;
 	}
 
 	header = OptionString(options, "header", "X-Webhook-Signature", cxt);
@@ -154,28 +166,115 @@ ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options, wi::HmacOptions *ou
 	CheckCore(wi::api::ParseHmacOptions(header, algorithm, encoding, prefix, out, &st), st);
 }
 
-wi::Verdict
-VerifyDelivery(const wi::Scheme *scheme, const std::string_view *secrets, int n_secrets,
-			   const wi::HmacOptions *options, const char *body, size_t body_len,
-			   const WiHeaders *headers, text *url, int64 now_usec, int64 tolerance_usec)
+bool
+SchemeReadsBody(const wi::Scheme *scheme)
+{
+	return scheme->n_body_fields > 0 || scheme->verify_item != nullptr;
+}
+
+/* The core's view of a request (views into args; fields not set). */
+static wi::VerifyRequest
+CoreRequest(const WiVerifyArgs *a)
 {
 	wi::VerifyRequest req;
+
+	req.body = std::string_view(a->body, a->body_len);
+	req.headers = a->headers->items;
+	req.n_headers = a->headers->n;
+	if (a->url != NULL)
+		req.url = TextView(a->url);
+	req.now_usec = a->now_usec;
+	req.tolerance_usec = a->tolerance_usec;
+	req.secrets = a->secrets;
+	req.n_secrets = (size_t) a->n_secrets;
+	if (a->options != NULL)
+		req.hmac = *a->options;
+	req.method = a->method;
+	req.verify_token = a->verify_token;
+	return req;
+}
+
+wi::Verdict
+VerifyDelivery(const WiVerifyArgs *a)
+{
+	wi::VerifyRequest req = CoreRequest(a);
 	wi::Verdict verdict = wi::Verdict::kMalformedSignature;
 	wi::Status	st;
+	const wi::Scheme *scheme = a->scheme;
 
-	req.body = std::string_view(body, body_len);
-	req.headers = headers->items;
-	req.n_headers = headers->n;
-	if (url != NULL)
-		req.url = TextView(url);
-	req.now_usec = now_usec;
-	req.tolerance_usec = tolerance_usec;
-	req.secrets = secrets;
-	req.n_secrets = (size_t) n_secrets;
-	if (options != NULL)
-		req.hmac = *options;
+	req.fields = BodyFieldValues(a->payload, scheme->body_fields, scheme->n_body_fields);
+	req.n_fields = req.fields != NULL ? scheme->n_body_fields : 0;
 	CheckCore(wi::api::Verify(scheme, req, &verdict, &st), st);
+	if (verdict != wi::Verdict::kValid || scheme->verify_item == nullptr)
+		return verdict;
+
+	/* The items carry the signatures: every one must verify. */
+	{
+		int			n;
+		Jsonb	  **items = BatchItems(a->payload, a->items_path, &n);
+
+		if (n == 0)
+			return wi::Verdict::kMissingSignature;
+		for (int i = 0; i < n; i++)
+		{
+			req.fields = BodyFieldValues(items[i], scheme->item_fields, scheme->n_item_fields);
+			req.n_fields = scheme->n_item_fields;
+			CheckCore(wi::api::VerifyItem(scheme, req, &verdict, &st), st);
+			if (verdict != wi::Verdict::kValid)
+				return verdict;
+		}
+	}
 	return verdict;
+}
+
+bool
+AnswerHandshake(const WiVerifyArgs *a, bool verified, char **reply, const char **reply_type)
+{
+	const wi::Scheme *scheme = a->scheme;
+	wi::VerifyRequest req;
+	wi::HandshakeReply out;
+	wi::Status	st;
+	bool		answered = false;
+
+	if ((verified ? scheme->handshake : scheme->unsigned_handshake) == nullptr)
+		return false;
+	req = CoreRequest(a);
+	req.fields = BodyFieldValues(a->payload, scheme->body_fields, scheme->n_body_fields);
+	req.n_fields = req.fields != NULL ? scheme->n_body_fields : 0;
+	CheckCore(wi::api::Handshake(scheme, req, verified, &out, &answered, &st), st);
+	if (!answered)
+		return false;
+	if (!out.json)
+	{
+		std::string_view v = out.n_members > 0 ? out.members[0].value : std::string_view();
+
+		*reply = pnstrdup(v.data(), v.size());
+		*reply_type = "text/plain";
+	}
+	else
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoChar(&buf, '{');
+		for (size_t i = 0; i < out.n_members; i++)
+		{
+			const wi::ReplyMember &m = out.members[i];
+
+			if (i > 0)
+				appendStringInfoString(&buf, ", ");
+			escape_json(&buf, pnstrdup(m.key.data(), m.key.size()));
+			appendStringInfoString(&buf, ": ");
+			if (m.raw)
+				appendBinaryStringInfo(&buf, m.value.data(), (int) m.value.size());
+			else
+				escape_json(&buf, pnstrdup(m.value.data(), m.value.size()));
+		}
+		appendStringInfoChar(&buf, '}');
+		*reply = buf.data;
+		*reply_type = "application/json";
+	}
+	return true;
 }
 
 int64
@@ -197,7 +296,7 @@ IntervalToMicros(const Interval *iv)
 
 /*
  * webhook_idem.verify_signature(scheme, secrets, body, headers, url, at,
- * tolerance, options) RETURNS text
+ * tolerance, options, method) RETURNS text (0.1.0's has no method: POST)
  */
 extern "C" Datum
 webhook_idem_verify_signature(PG_FUNCTION_ARGS)
@@ -206,8 +305,10 @@ webhook_idem_verify_signature(PG_FUNCTION_ARGS)
 	std::string_view *secrets;
 	int			n_secrets;
 	wi::HmacOptions options;
+	char	   *verify_token;
 	bytea	   *body;
 	WiHeaders	headers;
+	WiVerifyArgs args;
 	wi::Verdict verdict;
 
 	if (PG_ARGISNULL(0))
@@ -221,15 +322,31 @@ webhook_idem_verify_signature(PG_FUNCTION_ARGS)
 	n_secrets = CollectSecrets(scheme, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1),
 							   &secrets, CurrentMemoryContext);
 	ParseSchemeOptions(scheme, PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7), &options,
-					   CurrentMemoryContext);
+					   &verify_token, CurrentMemoryContext);
 	body = PG_GETARG_BYTEA_PP(2);
 	headers = CollectHeaders(PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3));
 
-	verdict = VerifyDelivery(scheme, secrets, n_secrets, &options,
-							 VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body), &headers,
-							 PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4),
-							 TimestampToUnixMicros(PG_GETARG_TIMESTAMPTZ(5)),
-							 IntervalToMicros(PG_GETARG_INTERVAL_P(6)));
+	memset(&args, 0, sizeof(args));
+	args.scheme = scheme;
+	args.secrets = secrets;
+	args.n_secrets = n_secrets;
+	args.options = &options;
+	args.verify_token = verify_token;
+	args.body = VARDATA_ANY(body);
+	args.body_len = VARSIZE_ANY_EXHDR(body);
+	args.headers = &headers;
+	args.url = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
+	args.method = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? text_to_cstring(PG_GETARG_TEXT_PP(8)) : "POST";
+	args.now_usec = TimestampToUnixMicros(PG_GETARG_TIMESTAMPTZ(5));
+	args.tolerance_usec = IntervalToMicros(PG_GETARG_INTERVAL_P(6));
+	args.items_path = SchemeItemsPath(scheme);
+	if (SchemeReadsBody(scheme))
+	{
+		const char *detail;
+
+		args.payload = ParseJsonBody(args.body, (int) args.body_len, &detail);
+	}
+	verdict = VerifyDelivery(&args);
 	PG_RETURN_TEXT_P(cstring_to_text(wi::VerdictName(verdict)));
 }
 
@@ -243,6 +360,7 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 	const wi::Scheme *scheme;
 	std::string_view *secrets;
 	wi::HmacOptions options;
+	char	   *verify_token;
 	WiEventIdRule rule;
 
 	if (PG_ARGISNULL(0))
@@ -251,7 +369,7 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 	(void) CollectSecrets(scheme, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1), &secrets,
 						  CurrentMemoryContext);
 	ParseSchemeOptions(scheme, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &options,
-					   CurrentMemoryContext);
+					   &verify_token, CurrentMemoryContext);
 	if (!PG_ARGISNULL(3))
 		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, false, CurrentMemoryContext);
 	PG_RETURN_VOID();
@@ -304,5 +422,30 @@ webhook_idem_check_search_path(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("handler_search_path must not be NULL")));
 	CheckHandlerSearchPath(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	PG_RETURN_VOID();
+}
+
+void
+CheckJsonPathSetting(const char *setting, const char *path)
+{
+	if (path[0] != '$')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a JSON path starting with '$', not \"%s\"", setting, path)));
+	/* jsonpath_in raises 42601 for a path that does not parse. */
+	(void) DirectFunctionCall1(jsonpath_in, CStringGetDatum(path));
+}
+
+/*
+ * webhook_idem._check_json_path(setting text, path text): raises unless
+ * path (when not NULL) is a JSON path; a source loaded from the table is
+ * checked by the same rule.
+ */
+extern "C" Datum
+webhook_idem_check_json_path(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(1))
+		CheckJsonPathSetting(PG_ARGISNULL(0) ? "path" : text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	PG_RETURN_VOID();
 }

@@ -15,15 +15,45 @@ const wi::Scheme *SchemeByName(const char *name);
 int			CollectSecrets(const wi::Scheme *scheme, ArrayType *secrets,
 						   std::string_view **out, MemoryContext cxt);
 
-/* Parses a scheme's options object (only the generic schemes take any). */
+/* Parses a scheme's options object: the generic schemes' HMAC options, and
+ * verify_token for a scheme whose sender checks the endpoint unsigned
+ * (Meta); *verify_token gets "" when unset. */
 void		ParseSchemeOptions(const wi::Scheme *scheme, Jsonb *options,
-							   wi::HmacOptions *out, MemoryContext cxt);
+							   wi::HmacOptions *out, char **verify_token, MemoryContext cxt);
 
-/* Runs the scheme on one delivery. */
-wi::Verdict VerifyDelivery(const wi::Scheme *scheme, const std::string_view *secrets,
-						   int n_secrets, const wi::HmacOptions *options,
-						   const char *body, size_t body_len, const WiHeaders *headers,
-						   text *url, int64 now_usec, int64 tolerance_usec);
+/* One request as a scheme sees it, with the settings that verify it. */
+typedef struct WiVerifyArgs
+{
+	const wi::Scheme *scheme;
+	const std::string_view *secrets;
+	int			n_secrets;
+	const wi::HmacOptions *options; /* NULL: the defaults */
+	const char *verify_token;	/* "" if none */
+	const char *body;
+	size_t		body_len;
+	const WiHeaders *headers;
+	text	   *url;			/* NULL if not given */
+	const char *method;			/* "POST", "GET", ... */
+	int64		now_usec;
+	int64		tolerance_usec;
+	Jsonb	   *payload;		/* the body as JSON, or NULL (not JSON) */
+	JsonPath   *items_path;		/* where verify_item's items are */
+} WiVerifyArgs;
+
+/* True if the scheme reads the body as JSON to verify it (body values or
+ * per-item signatures): then args->payload must be set before verifying. */
+bool		SchemeReadsBody(const wi::Scheme *scheme);
+
+/* Runs the scheme on one request. A scheme whose items carry the
+ * signatures (Adyen) is valid only if there is at least one item and every
+ * item verifies; else the first item's reason. */
+wi::Verdict VerifyDelivery(const WiVerifyArgs *args);
+
+/* Whether the request is an endpoint check of the scheme's sender, and its
+ * reply (palloc'd) and content type: before verification (verified false:
+ * checks the sender does not sign, Meta's GET) or after it. */
+bool		AnswerHandshake(const WiVerifyArgs *args, bool verified, char **reply,
+							const char **reply_type);
 
 /* An interval in microseconds, months and days at their nominal length. */
 int64		IntervalToMicros(const Interval *iv);
@@ -34,3 +64,7 @@ int64		IntervalToMicros(const Interval *iv);
  * extension appends pg_temp last itself. ("$user" cannot: role names
  * starting with pg_ are reserved.) */
 void		CheckHandlerSearchPath(const char *path);
+
+/* Raises unless path is a JSON path (22023 if it does not start with '$',
+ * 42601 if it does not parse); setting names it in the message. */
+void		CheckJsonPathSetting(const char *setting, const char *path);

@@ -83,6 +83,9 @@ typedef struct WiSource
 	char	   *search_path;	/* the handler's, with pg_temp last */
 	WiEventIdRule id_primary;
 	WiEventIdRule id_fallback;
+	WiEventIdRule id_suffix;	/* appended after ':' (the scheme's; Adyen) */
+	JsonPath   *items_path;		/* a batch's items (NULL: one event a body) */
+	char	   *verify_token;	/* options.verify_token ("" if unset) */
 	FmgrInfo	handler_fn;
 	bool		handler_returns_jsonb;	/* else void */
 	bool		handler_fn_ready;
@@ -133,6 +136,21 @@ Jsonb	   *ParseFormBody(const char *body, int len, const char **detail);
  * Content-Type says so, or, without one, the scheme says its sender posts a
  * form to this URL (Twilio, unless the URL carries bodySHA256). */
 bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url);
+
+/* The values of the JSON paths in payload (NULL: none found), as a
+ * scheme's VerifyRequest::fields: a string unescaped, a number, true,
+ * false or null as written, nullopt for anything else. Paths are compiled
+ * once per backend and must be static strings (the schemes'). NULL if n
+ * is 0. */
+std::optional<std::string_view> *BodyFieldValues(Jsonb *payload, const char *const *paths,
+												 size_t n);
+
+/* The items path finds in payload (a batch's events), in order; *n gets
+ * their number (0 when it finds none, or payload is NULL). */
+Jsonb	  **BatchItems(Jsonb *payload, JsonPath *path, int *n);
+
+/* The scheme's own items path, compiled; NULL when it sends no batches. */
+JsonPath   *SchemeItemsPath(const wi::Scheme *scheme);
 
 /* Finds the event id by rule; NULL if the rule finds nothing usable. */
 char	   *ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers,

@@ -27,6 +27,8 @@ CREATE TYPE webhook_idem.outcome AS (
   event_id    text,
   attempts    integer,
   result      jsonb,
-  detail      text
+  detail      text,
+  reply       text,
+  reply_type  text
 );
-COMMENT ON TYPE webhook_idem.outcome IS 'The answer to one delivery: status, HTTP code, event id, attempts, stored result, detail';
+COMMENT ON TYPE webhook_idem.outcome IS 'The answer to one delivery: status, HTTP code, event id, attempts, stored result, detail, and the body (reply, with its content type) the sender expects back';

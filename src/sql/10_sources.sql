@@ -16,16 +16,23 @@ CREATE TABLE webhook_idem.sources (
   handler_owner       regrole NOT NULL DEFAULT current_user::regrole,
   handler_search_path text NOT NULL DEFAULT '',
   created_at          timestamptz NOT NULL DEFAULT now(),
-  updated_at          timestamptz NOT NULL DEFAULT now()
+  updated_at          timestamptz NOT NULL DEFAULT now(),
+  items_from          text,          -- JSON path of the events in a batched body
+  entity_from         text,          -- JSON path of the entity an event is about (ordering)
+  order_by            text,          -- JSON path or 'header:<Name>' of its version (ordering)
+  payload_retention   interval CHECK (payload_retention >= interval '0'),
+  forward_to          text           -- relay applied events downstream (pg_net)
 );
 COMMENT ON TABLE webhook_idem.sources IS 'Registered webhook senders; change them with register_source and drop_source';
 COMMENT ON COLUMN webhook_idem.sources.handler_owner IS 'The role that registered the source: the handler runs with its privileges';
 COMMENT ON COLUMN webhook_idem.sources.handler_search_path IS 'search_path the handler runs under (the registering session''s, unless given)';
+COMMENT ON COLUMN webhook_idem.sources.items_from IS 'JSON path of the events in a batched body (NULL: the scheme''s, else one event per body)';
 
 -- Secrets live apart so that no role that reads source settings reads them.
 CREATE TABLE webhook_idem.source_secrets (
   source  text COLLATE "C" PRIMARY KEY REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE,
-  secrets text[] NOT NULL
+  secrets text[] NOT NULL,
+  forward_secret text            -- the Standard Webhooks secret forwarded events are signed with
 );
 COMMENT ON TABLE webhook_idem.source_secrets IS 'Signing secrets of each source; readable by no role but the extension owner';
 
@@ -106,6 +113,12 @@ CREATE FUNCTION webhook_idem._check_search_path(path text)
 COMMENT ON FUNCTION webhook_idem._check_search_path(text)
   IS 'Raises 22023 unless the text is a search_path a handler may be given (no temporary schema)';
 
+-- Refuses a setting that is not a JSON path (items_from, entity_from...).
+CREATE FUNCTION webhook_idem._check_json_path(setting text, path text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_json_path';
+COMMENT ON FUNCTION webhook_idem._check_json_path(text, text)
+  IS 'Raises 22023 unless path (when not NULL) is a JSON path; setting names it in the error';
+
 -- Refuses a scheme, secrets, options or event_id_from that cannot work.
 CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb, event_id_from text)
   RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_source_config';
@@ -123,7 +136,13 @@ CREATE FUNCTION webhook_idem.register_source(
   retention           interval DEFAULT '30 days',
   event_id_from       text DEFAULT NULL,
   options             jsonb DEFAULT '{}',
-  handler_search_path text DEFAULT pg_catalog.current_setting('search_path'))
+  handler_search_path text DEFAULT pg_catalog.current_setting('search_path'),
+  items_from          text DEFAULT NULL,
+  entity_from         text DEFAULT NULL,
+  order_by            text DEFAULT NULL,
+  payload_retention   interval DEFAULT NULL,
+  forward_to          text DEFAULT NULL,
+  forward_secret      text DEFAULT NULL)
 RETURNS webhook_idem.sources
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -161,6 +180,19 @@ BEGIN
                                             coalesce(register_source.options, '{}'),
                                             register_source.event_id_from);
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
+  PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
+  IF register_source.entity_from IS NOT NULL OR register_source.order_by IS NOT NULL THEN
+    RAISE EXCEPTION 'entity_from and order_by (ordering) are not available in this build'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF register_source.payload_retention IS NOT NULL THEN
+    RAISE EXCEPTION 'payload_retention is not available in this build'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF register_source.forward_to IS NOT NULL OR register_source.forward_secret IS NOT NULL THEN
+    RAISE EXCEPTION 'forward_to needs pg_net, which this build cannot use'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
 
   IF register_source.handler IS NOT NULL THEN
     -- The rules a handler is held to whenever it runs (shape, schema,
@@ -172,31 +204,37 @@ BEGIN
 
   INSERT INTO webhook_idem.sources AS s
          (source, scheme, handler, mode, tolerance, on_concurrent, max_attempts, backoff,
-          retention, event_id_from, options, handler_search_path)
+          retention, event_id_from, options, handler_search_path, items_from, entity_from,
+          order_by, payload_retention, forward_to)
   VALUES (register_source.source, register_source.scheme, handler_name, register_source.mode,
           register_source.tolerance, register_source.on_concurrent, register_source.max_attempts,
           register_source.backoff, register_source.retention, register_source.event_id_from,
-          coalesce(register_source.options, '{}'), coalesce(register_source.handler_search_path, ''))
+          coalesce(register_source.options, '{}'), coalesce(register_source.handler_search_path, ''),
+          register_source.items_from, register_source.entity_from, register_source.order_by,
+          register_source.payload_retention, register_source.forward_to)
   ON CONFLICT ON CONSTRAINT sources_pkey DO UPDATE
      SET scheme = EXCLUDED.scheme, handler = EXCLUDED.handler, mode = EXCLUDED.mode,
          tolerance = EXCLUDED.tolerance, on_concurrent = EXCLUDED.on_concurrent,
          max_attempts = EXCLUDED.max_attempts, backoff = EXCLUDED.backoff,
          retention = EXCLUDED.retention, event_id_from = EXCLUDED.event_id_from,
          options = EXCLUDED.options, handler_search_path = EXCLUDED.handler_search_path,
-         handler_owner = EXCLUDED.handler_owner
+         handler_owner = EXCLUDED.handler_owner, items_from = EXCLUDED.items_from,
+         entity_from = EXCLUDED.entity_from, order_by = EXCLUDED.order_by,
+         payload_retention = EXCLUDED.payload_retention, forward_to = EXCLUDED.forward_to
   RETURNING * INTO row;
 
   -- The source row is locked now: no concurrent registration races this.
-  UPDATE webhook_idem.source_secrets AS ss SET secrets = coalesce(register_source.secrets, '{}')
+  UPDATE webhook_idem.source_secrets AS ss
+     SET secrets = coalesce(register_source.secrets, '{}'), forward_secret = register_source.forward_secret
    WHERE ss.source = register_source.source;
   IF NOT FOUND THEN
-    INSERT INTO webhook_idem.source_secrets (source, secrets)
-    VALUES (register_source.source, coalesce(register_source.secrets, '{}'));
+    INSERT INTO webhook_idem.source_secrets (source, secrets, forward_secret)
+    VALUES (register_source.source, coalesce(register_source.secrets, '{}'), register_source.forward_secret);
   END IF;
   RETURN row;
 END
 $$;
-COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text)
+COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text, text, text, text, interval, text, text)
   IS 'Creates or replaces a webhook source; the handler will run with the caller''s privileges';
 
 CREATE FUNCTION webhook_idem.drop_source(source text, force boolean DEFAULT false)

@@ -22,11 +22,12 @@ CREATE FUNCTION webhook_idem.verify_signature(
   url       text DEFAULT NULL,
   at        timestamptz DEFAULT now(),
   tolerance interval DEFAULT '5 minutes',
-  options   jsonb DEFAULT '{}')
+  options   jsonb DEFAULT '{}',
+  method    text DEFAULT 'POST')
   RETURNS text
   LANGUAGE c STABLE PARALLEL SAFE
   AS 'MODULE_PATHNAME', 'webhook_idem_verify_signature';
-COMMENT ON FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb)
+COMMENT ON FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb, text)
   IS 'valid, or why not: missing_signature, malformed_signature, signature_mismatch, timestamp_outside_tolerance';
 
 CREATE FUNCTION webhook_idem.apply_event(
@@ -34,14 +35,15 @@ CREATE FUNCTION webhook_idem.apply_event(
   body     bytea,
   headers  jsonb DEFAULT NULL,
   url      text DEFAULT NULL,
-  event_id text DEFAULT NULL)
+  event_id text DEFAULT NULL,
+  method   text DEFAULT 'POST')
   RETURNS webhook_idem.outcome
   LANGUAGE c VOLATILE
   -- Not SECURITY DEFINER: it takes the extension owner's rights itself for
   -- its own (fully qualified) statements and the handler's registrant's for
   -- the handler, without a search_path switch on every call.
   AS 'MODULE_PATHNAME', 'webhook_idem_apply_event';
-COMMENT ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text)
+COMMENT ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text, text)
   IS 'Verifies, de-duplicates, records and applies one webhook delivery; returns its outcome';
 
 CREATE FUNCTION webhook_idem.current_event()

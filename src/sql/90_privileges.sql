@@ -9,12 +9,12 @@ GRANT USAGE ON SCHEMA webhook_idem
 -- Pure functions anyone with schema access may use.
 GRANT EXECUTE ON FUNCTION webhook_idem.hmac(bytea, bytea, text),
                           webhook_idem.timing_safe_equal(bytea, bytea),
-                          webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb),
+                          webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb, text),
                           webhook_idem.current_event()
   TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
 
 -- The HTTP layer: one function, no table.
-GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text)
+GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text, text)
   TO webhook_idem_receiver, webhook_idem_admin;
 
 -- What a thin layer serves at /metrics.
@@ -32,7 +32,8 @@ GRANT EXECUTE ON FUNCTION
 
 -- Administrators manage sources (secrets: write, never read) and read events.
 GRANT EXECUTE ON FUNCTION
-    webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text),
+    webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text, text, text, text, interval, text, text),
+    webhook_idem._check_json_path(text, text),
     webhook_idem.drop_source(text, boolean),
     webhook_idem.replay(text, text, boolean),
     webhook_idem.purge(interval, integer),
@@ -40,7 +41,7 @@ GRANT EXECUTE ON FUNCTION
   TO webhook_idem_admin;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_search_path(text) TO webhook_idem_admin;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_admin;
-GRANT SELECT (source), INSERT, UPDATE (secrets), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
+GRANT SELECT (source), INSERT, UPDATE (secrets, forward_secret), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
 GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
 GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;

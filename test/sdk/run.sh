@@ -22,13 +22,16 @@ fi
 
 cases=$(mktemp)
 trap 'rm -f "$cases"' EXIT
+scripts=0
 for script in "$here"/*.mjs; do
+	[ "$(basename "$script")" = cases.mjs ] && continue   # the shared helpers
 	node "$script" >>"$cases"
+	scripts=$((scripts + 1))
 done
-chmod a+r "$cases"
-echo "sdk: $(wc -l <"$cases") cases from $(ls "$here"/*.mjs | wc -l) scripts"
+echo "sdk: $(wc -l <"$cases") cases from $scripts scripts"
 
-psql -X -q -v ON_ERROR_STOP=1 -v cases="$cases" <<'SQL'
+# psql's \copy takes no variables: the file's path is put in the script.
+sed "s|@CASES@|$cases|" <<'SQL' | psql -X -q -v ON_ERROR_STOP=1
 SET client_min_messages = warning;
 DROP DATABASE IF EXISTS sdk_crosscheck;
 CREATE DATABASE sdk_crosscheck;
@@ -36,7 +39,7 @@ CREATE DATABASE sdk_crosscheck;
 CREATE EXTENSION webhook_idem;
 CREATE TABLE cases (n serial, c jsonb);
 -- CSV with a quote and a delimiter that never occur: one line, one jsonb.
-\copy cases(c) FROM :'cases' WITH (FORMAT csv, QUOTE E'\x01', DELIMITER E'\x02')
+\copy cases(c) FROM '@CASES@' WITH (FORMAT csv, QUOTE E'\x01', DELIMITER E'\x02')
 CREATE TABLE judged AS
 SELECT n, c->>'name' AS name, c->>'scheme' AS scheme, (c->>'sdk_valid')::boolean AS sdk_valid,
        c->>'verdict' AS expected,
@@ -48,7 +51,7 @@ SELECT n, c->>'name' AS name, c->>'scheme' AS scheme, (c->>'sdk_valid')::boolean
          c->>'url',
          coalesce((c->>'at')::timestamptz, now()),
          coalesce((c->>'tolerance')::interval, '5 minutes'),
-         coalesce(c->'options', '{}'),
+         coalesce(nullif(c->'options', 'null'), '{}'),
          coalesce(c->>'method', 'POST')) AS verdict
   FROM cases;
 SELECT scheme, count(*) AS cases, count(*) FILTER (WHERE sdk_valid) AS sdk_valid

@@ -67,7 +67,77 @@ REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) TO webhook_idem_admin;
 
-CREATE OR REPLACE FUNCTION webhook_idem.register_source(
+-- ---------------------------------------------------------------------
+-- 0.2.0's new settings and answers (issues 10, 11, 14): sources gain batch,
+-- ordering, payload-retention and forwarding settings, source_secrets the
+-- forwarding secret; the outcome gains the reply a sender expects (a
+-- handshake's answer); apply_event and verify_signature take the request
+-- method. New signatures, so the old functions are dropped first.
+ALTER TABLE webhook_idem.sources
+  ADD COLUMN items_from          text,
+  ADD COLUMN entity_from         text,
+  ADD COLUMN order_by            text,
+  ADD COLUMN payload_retention   interval CHECK (payload_retention >= interval '0'),
+  ADD COLUMN forward_to          text;
+COMMENT ON COLUMN webhook_idem.sources.items_from IS 'JSON path of the events in a batched body (NULL: the scheme''s, else one event per body)';
+ALTER TABLE webhook_idem.source_secrets ADD COLUMN forward_secret text;
+GRANT UPDATE (forward_secret) ON webhook_idem.source_secrets TO webhook_idem_admin;
+
+ALTER TYPE webhook_idem.outcome ADD ATTRIBUTE reply text, ADD ATTRIBUTE reply_type text;
+COMMENT ON TYPE webhook_idem.outcome IS 'The answer to one delivery: status, HTTP code, event id, attempts, stored result, detail, and the body (reply, with its content type) the sender expects back';
+
+DROP FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb);
+CREATE FUNCTION webhook_idem.verify_signature(
+  scheme    text,
+  secrets   text[],
+  body      bytea,
+  headers   jsonb,
+  url       text DEFAULT NULL,
+  at        timestamptz DEFAULT now(),
+  tolerance interval DEFAULT '5 minutes',
+  options   jsonb DEFAULT '{}',
+  method    text DEFAULT 'POST')
+  RETURNS text
+  LANGUAGE c STABLE PARALLEL SAFE
+  AS 'MODULE_PATHNAME', 'webhook_idem_verify_signature';
+COMMENT ON FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb, text)
+  IS 'valid, or why not: missing_signature, malformed_signature, signature_mismatch, timestamp_outside_tolerance';
+REVOKE ALL ON FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem.verify_signature(text, text[], bytea, jsonb, text, timestamptz, interval, jsonb, text)
+  TO webhook_idem_receiver, webhook_idem_worker, webhook_idem_admin;
+
+DROP FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text);
+CREATE FUNCTION webhook_idem.apply_event(
+  source   text,
+  body     bytea,
+  headers  jsonb DEFAULT NULL,
+  url      text DEFAULT NULL,
+  event_id text DEFAULT NULL,
+  method   text DEFAULT 'POST')
+  RETURNS webhook_idem.outcome
+  LANGUAGE c VOLATILE
+  -- Not SECURITY DEFINER: it takes the extension owner's rights itself for
+  -- its own (fully qualified) statements and the handler's registrant's for
+  -- the handler, without a search_path switch on every call.
+  AS 'MODULE_PATHNAME', 'webhook_idem_apply_event';
+COMMENT ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text, text)
+  IS 'Verifies, de-duplicates, records and applies one webhook delivery; returns its outcome';
+REVOKE ALL ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem.apply_event(text, bytea, jsonb, text, text, text)
+  TO webhook_idem_receiver, webhook_idem_admin;
+
+-- Refuses a setting that is not a JSON path (items_from, entity_from...).
+CREATE FUNCTION webhook_idem._check_json_path(setting text, path text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_json_path';
+COMMENT ON FUNCTION webhook_idem._check_json_path(text, text)
+  IS 'Raises 22023 unless path (when not NULL) is a JSON path; setting names it in the error';
+REVOKE ALL ON FUNCTION webhook_idem._check_json_path(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem._check_json_path(text, text) TO webhook_idem_admin;
+
+-- register_source takes 0.2.0's new settings (batches, ordering, payload
+-- retention, forwarding): a new signature, so the old one goes first.
+DROP FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text);
+CREATE FUNCTION webhook_idem.register_source(
   source              text,
   scheme              text,
   secrets             text[] DEFAULT NULL,
@@ -80,7 +150,13 @@ CREATE OR REPLACE FUNCTION webhook_idem.register_source(
   retention           interval DEFAULT '30 days',
   event_id_from       text DEFAULT NULL,
   options             jsonb DEFAULT '{}',
-  handler_search_path text DEFAULT pg_catalog.current_setting('search_path'))
+  handler_search_path text DEFAULT pg_catalog.current_setting('search_path'),
+  items_from          text DEFAULT NULL,
+  entity_from         text DEFAULT NULL,
+  order_by            text DEFAULT NULL,
+  payload_retention   interval DEFAULT NULL,
+  forward_to          text DEFAULT NULL,
+  forward_secret      text DEFAULT NULL)
 RETURNS webhook_idem.sources
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -118,6 +194,19 @@ BEGIN
                                             coalesce(register_source.options, '{}'),
                                             register_source.event_id_from);
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
+  PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
+  IF register_source.entity_from IS NOT NULL OR register_source.order_by IS NOT NULL THEN
+    RAISE EXCEPTION 'entity_from and order_by (ordering) are not available in this build'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF register_source.payload_retention IS NOT NULL THEN
+    RAISE EXCEPTION 'payload_retention is not available in this build'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
+  IF register_source.forward_to IS NOT NULL OR register_source.forward_secret IS NOT NULL THEN
+    RAISE EXCEPTION 'forward_to needs pg_net, which this build cannot use'
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
 
   IF register_source.handler IS NOT NULL THEN
     -- The rules a handler is held to whenever it runs (shape, schema,
@@ -129,32 +218,40 @@ BEGIN
 
   INSERT INTO webhook_idem.sources AS s
          (source, scheme, handler, mode, tolerance, on_concurrent, max_attempts, backoff,
-          retention, event_id_from, options, handler_search_path)
+          retention, event_id_from, options, handler_search_path, items_from, entity_from,
+          order_by, payload_retention, forward_to)
   VALUES (register_source.source, register_source.scheme, handler_name, register_source.mode,
           register_source.tolerance, register_source.on_concurrent, register_source.max_attempts,
           register_source.backoff, register_source.retention, register_source.event_id_from,
-          coalesce(register_source.options, '{}'), coalesce(register_source.handler_search_path, ''))
+          coalesce(register_source.options, '{}'), coalesce(register_source.handler_search_path, ''),
+          register_source.items_from, register_source.entity_from, register_source.order_by,
+          register_source.payload_retention, register_source.forward_to)
   ON CONFLICT ON CONSTRAINT sources_pkey DO UPDATE
      SET scheme = EXCLUDED.scheme, handler = EXCLUDED.handler, mode = EXCLUDED.mode,
          tolerance = EXCLUDED.tolerance, on_concurrent = EXCLUDED.on_concurrent,
          max_attempts = EXCLUDED.max_attempts, backoff = EXCLUDED.backoff,
          retention = EXCLUDED.retention, event_id_from = EXCLUDED.event_id_from,
          options = EXCLUDED.options, handler_search_path = EXCLUDED.handler_search_path,
-         handler_owner = EXCLUDED.handler_owner
+         handler_owner = EXCLUDED.handler_owner, items_from = EXCLUDED.items_from,
+         entity_from = EXCLUDED.entity_from, order_by = EXCLUDED.order_by,
+         payload_retention = EXCLUDED.payload_retention, forward_to = EXCLUDED.forward_to
   RETURNING * INTO row;
 
   -- The source row is locked now: no concurrent registration races this.
-  UPDATE webhook_idem.source_secrets AS ss SET secrets = coalesce(register_source.secrets, '{}')
+  UPDATE webhook_idem.source_secrets AS ss
+     SET secrets = coalesce(register_source.secrets, '{}'), forward_secret = register_source.forward_secret
    WHERE ss.source = register_source.source;
   IF NOT FOUND THEN
-    INSERT INTO webhook_idem.source_secrets (source, secrets)
-    VALUES (register_source.source, coalesce(register_source.secrets, '{}'));
+    INSERT INTO webhook_idem.source_secrets (source, secrets, forward_secret)
+    VALUES (register_source.source, coalesce(register_source.secrets, '{}'), register_source.forward_secret);
   END IF;
   RETURN row;
 END
 $$;
-COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text)
+COMMENT ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text, text, text, text, interval, text, text)
   IS 'Creates or replaces a webhook source; the handler will run with the caller''s privileges';
+REVOKE ALL ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text, text, text, text, interval, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem.register_source(text, text, text[], regprocedure, text, interval, text, integer, interval, interval, text, jsonb, text, text, text, text, interval, text, text) TO webhook_idem_admin;
 
 -- ---------------------------------------------------------------------
 -- The event model and the queue's rules (issue 8: one model, items 11, 12,

@@ -1,0 +1,105 @@
+-- Batches (SPEC section 2): a request carrying several events is verified
+-- once, then each item is an event of its own, identified within the item,
+-- de-duplicated and applied in its own subtransaction. The request answers
+-- 200 when every item is applied or a duplicate, else its worst item's code;
+-- result lists every item's outcome in body order.
+\i sql/include/helpers.sql
+SET client_min_messages = warning;
+CREATE SCHEMA bt;
+CREATE TABLE bt.effects (event_id text PRIMARY KEY, n int NOT NULL DEFAULT 1);
+CREATE TABLE bt.refused (event_id text PRIMARY KEY);
+-- The handler fails for the items listed in bt.refused, records the others.
+CREATE FUNCTION bt.on_item(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM bt.refused r WHERE r.event_id = p->>'id') THEN
+    RAISE EXCEPTION 'item % refused', p->>'id';
+  END IF;
+  INSERT INTO bt.effects (event_id) VALUES (p->>'id')
+    ON CONFLICT (event_id) DO UPDATE SET n = bt.effects.n + 1;
+  RETURN jsonb_build_object('seen', p->>'id');
+END $$;
+SELECT source, items_from FROM webhook_idem.register_source('bt', 'none', handler => 'bt.on_item(jsonb)',
+       items_from => '$.events[*]', event_id_from => '$.id');
+
+CREATE FUNCTION pg_temp.send(body text, src text DEFAULT 'bt')
+  RETURNS webhook_idem.outcome LANGUAGE sql AS $$
+  SELECT * FROM webhook_idem.apply_event(src, convert_to(body, 'UTF8'), '{}') $$;
+
+-- Every item applied: 200, result lists each, in body order.
+SELECT status, http_status, event_id, attempts, jsonb_pretty(result), detail
+  FROM pg_temp.send('{"events": [{"id": "b"}, {"id": "a"}, {"id": "c"}]}');
+SELECT * FROM bt.effects ORDER BY event_id;
+SELECT event_id, status, deliveries, attempts, payload FROM webhook_idem.events
+ WHERE source = 'bt' ORDER BY event_id;
+
+-- The batch retried: every item a duplicate, nothing re-applied.
+SELECT status, http_status, result->0->>'status' AS first, detail
+  FROM pg_temp.send('{"events": [{"id": "b"}, {"id": "a"}, {"id": "c"}]}');
+SELECT sum(n) AS applications FROM bt.effects;
+
+-- Items repeated across batches, and a new one: applied and duplicates
+-- answer 200 "applied"; only the new item runs.
+SELECT status, http_status, result FROM pg_temp.send('{"events": [{"id": "a"}, {"id": "d"}]}');
+SELECT sum(n) AS applications FROM bt.effects;
+
+-- An item repeated within one batch is applied once.
+SELECT status, http_status, result FROM pg_temp.send('{"events": [{"id": "e"}, {"id": "e"}]}');
+SELECT n FROM bt.effects WHERE event_id = 'e';
+
+-- A failing item: only its effects are undone; the request answers 500
+-- (the worst item), so the sender retries the batch.
+INSERT INTO bt.refused VALUES ('g');
+SELECT status, http_status, result FROM pg_temp.send(
+  '{"events": [{"id": "f"}, {"id": "g"}, {"id": "h"}]}');
+SELECT event_id, n FROM bt.effects WHERE event_id IN ('f', 'g', 'h') ORDER BY 1;
+SELECT event_id, status, attempts, last_error FROM webhook_idem.events
+ WHERE source = 'bt' AND event_id = 'g';
+-- The retry: f and h answer duplicate, g runs again (and now succeeds).
+DELETE FROM bt.refused;
+SELECT status, http_status, result FROM pg_temp.send(
+  '{"events": [{"id": "f"}, {"id": "g"}, {"id": "h"}]}');
+SELECT event_id, n FROM bt.effects WHERE event_id IN ('f', 'g', 'h') ORDER BY 1;
+-- An item whose body differs from its first delivery: payload_mismatch
+-- (422) for it alone.
+SELECT status, http_status, result FROM pg_temp.send(
+  '{"events": [{"id": "f", "changed": true}, {"id": "h"}]}');
+
+-- An item without an id is refused on its own (400), the others applied.
+SELECT status, http_status, result FROM pg_temp.send('{"events": [{"id": "i"}, {"no_id": 1}]}');
+SELECT event_id FROM bt.effects WHERE event_id = 'i';
+
+-- A batch with no items, and a body that is not one: invalid_payload.
+SELECT status, http_status, detail FROM pg_temp.send('{"events": []}');
+SELECT status, http_status, detail FROM pg_temp.send('{"other": 1}');
+-- An explicit event_id cannot name a batch's items.
+SELECT status, http_status, detail
+  FROM webhook_idem.apply_event('bt', convert_to('{"events": [{"id": "j"}]}', 'UTF8'), '{}', event_id => 'x');
+
+-- An async batch: every item queued (202).
+SELECT source FROM webhook_idem.register_source('bt_async', 'none', handler => 'bt.on_item(jsonb)',
+       mode => 'async', items_from => '$[*]', event_id_from => '$.id');
+SELECT status, http_status, result FROM pg_temp.send('[{"id": "q1"}, {"id": "q2"}]', 'bt_async');
+SELECT status, http_status, result FROM pg_temp.send('[{"id": "q1"}, {"id": "q3"}]', 'bt_async');
+SELECT webhook_idem.process_pending('bt_async');
+SELECT status, http_status, result FROM pg_temp.send('[{"id": "q1"}, {"id": "q2"}, {"id": "q3"}]', 'bt_async');
+
+-- 'sha256' identifies an item by the digest of its JSON text.
+SELECT source FROM webhook_idem.register_source('bt_sha', 'none', handler => 'bt.on_item(jsonb)',
+       items_from => '$[*]', event_id_from => 'sha256');
+SELECT status, http_status, length(result->0->>'event_id') AS id_length
+  FROM pg_temp.send('[{"id": "s1"}]', 'bt_sha');
+SELECT status FROM pg_temp.send('[{"id":   "s1"}]', 'bt_sha');  -- same JSON, other spacing
+
+-- items_from must be a JSON path, checked at registration and where used:
+-- a header rule cannot tell items apart.
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => 'events')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => '$.[')$$);
+UPDATE webhook_idem.sources SET items_from = 'nope' WHERE source = 'bt';
+SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
+UPDATE webhook_idem.sources SET items_from = '$.events[*]', event_id_from = 'header:X-Id' WHERE source = 'bt';
+SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
+UPDATE webhook_idem.sources SET event_id_from = '$.id' WHERE source = 'bt';
+
+-- The method reaches verification (verify_signature takes it too).
+SELECT webhook_idem.verify_signature('none', NULL, '{}', '{}', method => 'GET');
+SELECT status, reply, reply_type FROM webhook_idem.apply_event('bt', '{"events": [{"id": "m"}]}', '{}', method => 'PUT');
