@@ -1,18 +1,27 @@
 /*
  * crypto.cpp - thin, checked wrappers over OpenSSL 3 (EVP_MAC, EVP_Digest,
- * EVP_Encode/Decode, OPENSSL_hexstr2buf, CRYPTO_memcmp). Fetched algorithm
- * objects are kept for the life of the process: a PostgreSQL backend is
- * single-threaded and verifies many deliveries.
+ * EVP_Encode/Decode, OPENSSL_hexstr2buf, CRYPTO_memcmp, and for public keys
+ * EVP_PKEY_new_raw_public_key, d2i_PUBKEY, d2i_ECDSA_SIG, EVP_DigestVerify).
+ * Fetched algorithm objects are kept for the life of the process: a
+ * PostgreSQL backend is single-threaded and verifies many deliveries. Keys
+ * and contexts of one verification are owned by RAII holders local to this
+ * file, so nothing OpenSSL allocated outlives a throw.
  */
 #include "core/crypto.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/obj_mac.h>
 #include <openssl/params.h>
+#include <openssl/x509.h>
 
 #include <cctype>
+#include <cstring>
+#include <limits>
+#include <memory>
 
 #include "core/status.h"
 #include "core/cpp_only.h"
@@ -71,6 +80,70 @@ EVP_MAC_CTX *MacContext(Algorithm alg) {
     configured[i] = true;
   }
   return contexts[i];
+}
+
+/* Deleters for the OpenSSL objects one verification owns. */
+struct PkeyFree {
+  void operator()(EVP_PKEY *p) const noexcept { EVP_PKEY_free(p); }
+};
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX *p) const noexcept { EVP_MD_CTX_free(p); }
+};
+struct EcdsaSigFree {
+  void operator()(ECDSA_SIG *p) const noexcept { ECDSA_SIG_free(p); }
+};
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+using EcdsaSigPtr = std::unique_ptr<ECDSA_SIG, EcdsaSigFree>;
+
+/* Drops, when it goes out of scope, whatever OpenSSL queued on its error
+ * stack since it was made: a key or signature that does not decode or
+ * verify is the sender's doing, and no later OpenSSL user in the backend
+ * must see it. */
+class ErrorMark {
+ public:
+  ErrorMark() noexcept { ERR_set_mark(); }
+  ~ErrorMark() { ERR_pop_to_mark(); }
+  ErrorMark(const ErrorMark &) = delete;
+  ErrorMark &operator=(const ErrorMark &) = delete;
+};
+
+/* The bytes of a view as OpenSSL takes them. */
+const unsigned char *Bytes(std::string_view s) noexcept {
+  return reinterpret_cast<const unsigned char *>(s.data());
+}
+
+/* A fresh digest context (one per verification: it holds the key). */
+MdCtxPtr NewMdCtx() {
+  MdCtxPtr ctx(EVP_MD_CTX_new());
+  if (!ctx) throw std::bad_alloc();
+  return ctx;
+}
+
+/* The Ed25519 key of 32 raw bytes, or null if OpenSSL refuses them. */
+PkeyPtr Ed25519Key(std::string_view key) {
+  if (key.size() != kEd25519KeySize) return nullptr;
+  return PkeyPtr(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                             Bytes(key), key.size()));
+}
+
+/* The P-256 key of a whole DER SubjectPublicKeyInfo, or null if it is not
+ * one (another algorithm or curve, trailing bytes, a point off the curve). */
+PkeyPtr P256Key(std::string_view spki) {
+  if (spki.empty() ||
+      spki.size() > static_cast<size_t>(std::numeric_limits<long>::max()))
+    return nullptr;
+  const unsigned char *p = Bytes(spki);
+  PkeyPtr key(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
+  if (!key || p != Bytes(spki) + spki.size()) return nullptr;
+  if (EVP_PKEY_is_a(key.get(), "EC") != 1) return nullptr;
+  char group[64];
+  size_t group_len = 0;
+  if (EVP_PKEY_get_utf8_string_param(key.get(), OSSL_PKEY_PARAM_GROUP_NAME,
+                                     group, sizeof(group), &group_len) != 1 ||
+      std::strcmp(group, SN_X9_62_prime256v1) != 0)
+    return nullptr;
+  return key;
 }
 
 const EVP_MD *Sha256Md() {
@@ -230,6 +303,84 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   if (a.empty()) return true;
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool Ed25519KeyUsable(std::string_view key) {
+  ErrorMark mark;
+  return Ed25519Key(key) != nullptr;
+}
+
+SignatureCheck Ed25519Verify(std::string_view key,
+                             std::initializer_list<std::string_view> parts,
+                             std::string_view signature) {
+  ErrorMark mark;
+  PkeyPtr pkey = Ed25519Key(key);
+  if (!pkey) return SignatureCheck::kUnusableKey;
+  if (signature.size() != kEd25519SignatureSize)
+    return SignatureCheck::kMalformed;
+  /* Pure Ed25519 signs the message in one piece (EVP_DigestVerify only). */
+  std::string message;
+  size_t total = 0;
+  for (std::string_view part : parts) total += part.size();
+  message.reserve(total);
+  for (std::string_view part : parts) message.append(part);
+
+  MdCtxPtr ctx = NewMdCtx();
+  if (EVP_DigestVerifyInit_ex(ctx.get(), nullptr, nullptr, nullptr, nullptr,
+                              pkey.get(), nullptr) != 1)
+    return SignatureCheck::kUnusableKey;
+  /* 1: verified; 0: does not verify; below 0: OpenSSL could not decide
+   * (a signature whose point does not decode): not verified either. */
+  int r = EVP_DigestVerify(ctx.get(), Bytes(signature), signature.size(),
+                           Bytes(message), message.size());
+  return r == 1 ? SignatureCheck::kValid : SignatureCheck::kInvalid;
+}
+
+bool EcdsaP256KeyUsable(std::string_view spki) {
+  ErrorMark mark;
+  return P256Key(spki) != nullptr;
+}
+
+SignatureCheck EcdsaP256Sha256Verify(
+    std::string_view spki, std::initializer_list<std::string_view> parts,
+    std::string_view der_signature) {
+  ErrorMark mark;
+  PkeyPtr pkey = P256Key(spki);
+  if (!pkey) return SignatureCheck::kUnusableKey;
+  /* The signature must be one SEQUENCE { r, s } as d2i_ECDSA_SIG reads it
+   * (minimal, non-negative INTEGERs) and nothing more. It is verified as
+   * OpenSSL re-encodes it (i2d_ECDSA_SIG), so a length written in long form
+   * counts as the same r and s, as the Node SDK's DER reader takes it. */
+  if (der_signature.empty() ||
+      der_signature.size() >
+          static_cast<size_t>(std::numeric_limits<long>::max()))
+    return SignatureCheck::kMalformed;
+  const unsigned char *p = Bytes(der_signature);
+  EcdsaSigPtr sig(
+      d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(der_signature.size())));
+  if (!sig || p != Bytes(der_signature) + der_signature.size())
+    return SignatureCheck::kMalformed;
+  unsigned char canonical[2 * (3 + 33) + 3];
+  int canonical_len = i2d_ECDSA_SIG(sig.get(), nullptr);
+  if (canonical_len <= 0 ||
+      static_cast<size_t>(canonical_len) > sizeof(canonical))
+    return SignatureCheck::kInvalid; /* r or s larger than P-256 allows */
+  unsigned char *out = canonical;
+  if (i2d_ECDSA_SIG(sig.get(), &out) != canonical_len)
+    OpenSslFailure("i2d_ECDSA_SIG");
+
+  MdCtxPtr ctx = NewMdCtx();
+  if (EVP_DigestVerifyInit_ex(ctx.get(), nullptr, "SHA256", nullptr, nullptr,
+                              pkey.get(), nullptr) != 1)
+    OpenSslFailure("EVP_DigestVerifyInit_ex(ECDSA, SHA256)");
+  for (std::string_view part : parts) {
+    if (part.empty()) continue;
+    if (EVP_DigestVerifyUpdate(ctx.get(), part.data(), part.size()) != 1)
+      OpenSslFailure("EVP_DigestVerifyUpdate");
+  }
+  int r = EVP_DigestVerifyFinal(ctx.get(), canonical,
+                                static_cast<size_t>(canonical_len));
+  return r == 1 ? SignatureCheck::kValid : SignatureCheck::kInvalid;
 }
 
 }  // namespace wi
