@@ -35,8 +35,10 @@ bool DecodeDiscordSignature(std::string_view text, std::string *sig) {
 
 namespace {
 
-/* The body value the handshake reads: the interaction's type. */
-const char *const kDiscordFields[] = {"$.type"};
+/* The body value the handshake reads: the interaction's type when it is
+ * the number 1, as verifyKeyMiddleware's body.type === 1 (strict: the body
+ * must be an object, not an array of them; a string "1" is no PING). */
+const char *const kDiscordFields[] = {"strict $.type ? (@ == 1)"};
 
 Verdict VerifyDiscord(const VerifyRequest &req) {
   std::optional<std::string_view> sig_text =
@@ -57,10 +59,10 @@ Verdict VerifyDiscord(const VerifyRequest &req) {
   return Verdict::kSignatureMismatch;
 }
 
-/* A verified PING (type 1) is answered with a PONG: {"type":1}. */
+/* A verified PING (type 1) is answered with a PONG: {"type":1}. The path
+ * finds a value only for a numeric type equal to 1 (1, 1.0, 1e0). */
 bool DiscordHandshake(const VerifyRequest &req, HandshakeReply *out) {
-  if (req.n_fields < 1 || req.fields == nullptr || !req.fields[0] ||
-      *req.fields[0] != "1")
+  if (req.n_fields < 1 || req.fields == nullptr || !req.fields[0])
     return false;
   out->json = true;
   out->members[0] = {"type", "1", true};
