@@ -137,17 +137,26 @@ TEST(SchemeStandardV1a, MalformedEntriesMatchNothing) {
       "v1a,dawfeoifkpqwoekfpqoekf",
       "v1a,",
       "v1a",
-      std::string("v1a,") + kSig.substr(0, kSig.size() - 2), /* unpadded */
       std::string("v1a,") + kSig.substr(0, kSig.size() - 4), /* 63 bytes */
+      std::string("v1a,") + kSig + "=",                     /* 3 '=' */
+      std::string("v1a,") + kSig.substr(0, kSig.size() - 2) + "A", /* 65 */
+      std::string("v1a,") + kSig.substr(0, kSig.size() - 2) + "A=", /* '=' within */
       std::string("v1a,") + kSig + "AAAA",                  /* 67 bytes */
       std::string("v1a,") + kSig.substr(0, 20) + "!" + kSig.substr(21),
       std::string("V1A,") + kSig,
       std::string("v1a,") + kSig + ",extra", /* read up to the comma: valid */
   };
-  for (size_t i = 0; i + 1 < sizeof(kCases) / sizeof(kCases[0]); ++i)
+  const size_t n = sizeof(kCases) / sizeof(kCases[0]);
+  for (size_t i = 0; i + 1 < n; ++i)
     EXPECT_EQ(Verify(Signed(kCases[i])), wi::Verdict::kSignatureMismatch)
         << kCases[i];
-  EXPECT_EQ(Verify(Signed(kCases[8])), wi::Verdict::kValid);
+  EXPECT_EQ(Verify(Signed(kCases[n - 1])), wi::Verdict::kValid);
+  /* As @stablelib/base64 decodes: padding optional, one '=' as good as
+   * two. */
+  for (const std::string &same :
+       {kSig.substr(0, kSig.size() - 2), kSig.substr(0, kSig.size() - 1)}) {
+    EXPECT_EQ(Verify(Signed("v1a," + same)), wi::Verdict::kValid) << same;
+  }
   /* The entry parser (split(" ") then split(",")) gives v1a as a version. */
   auto sigs = wi::ParseStandardSignatures(std::string(kV1) + " " + kV1a);
   ASSERT_EQ(sigs.size(), 2u);

@@ -17,9 +17,10 @@
  * libraries/go/webhook_asymmetric.go), a secret's prefix picks its kind: a
  * "whpk_" key checks only v1a entries, a "whsec_" (or unprefixed) secret only
  * v1 entries; one header may carry both kinds and any entry matching any
- * secret of its kind verifies. A v1a signature is padded base64 of exactly
- * 64 bytes (the JavaScript and Go libraries' decoders insist on padding);
- * anything else is an entry that matches nothing.
+ * secret of its kind verifies. A v1a signature is the base64 of exactly 64
+ * bytes, read as the JavaScript library's decoder (@stablelib/base64) reads
+ * it (padding optional; see DecodeStandardV1aSignature); anything else is an
+ * entry that matches nothing.
  */
 #include "core/schemes/standard.h"
 
@@ -68,8 +69,16 @@ bool DecodeStandardPublicKey(std::string_view secret, std::string *key) {
 }
 
 bool DecodeStandardV1aSignature(std::string_view text, std::string *sig) {
-  if (text.size() % 4 != 0 || !Base64Decode(text, sig) ||
-      sig->size() != kEd25519SignatureSize) {
+  sig->clear();
+  /* As @stablelib/base64's decode (the reference library's decoder) reads
+   * it: at least 4 characters, at most two '=' at the end, and a lone last
+   * character of a group is dropped. */
+  size_t data_len = text.size();
+  while (data_len > 0 && text[data_len - 1] == '=') --data_len;
+  if (text.size() < 4 || text.size() - data_len > 2) return false;
+  std::string_view data = text.substr(0, data_len);
+  if (data.size() % 4 == 1) data.remove_suffix(1);
+  if (!Base64Decode(data, sig) || sig->size() != kEd25519SignatureSize) {
     sig->clear();
     return false;
   }

@@ -34,8 +34,9 @@ inline constexpr std::string_view kStandardPublicKeyPrefix = "whpk_";
  * false unless it decodes to 32 bytes OpenSSL takes as a key. */
 bool DecodeStandardPublicKey(std::string_view secret, std::string *key);
 
-/* The raw bytes of a v1a entry's signature: padded base64 of exactly 64
- * bytes, else false. */
+/* The raw bytes of a v1a entry's signature: base64 of exactly 64 bytes as
+ * @stablelib/base64 decodes it (4 characters at least, at most two '=' at
+ * the end and none elsewhere, a lone last character dropped), else false. */
 bool DecodeStandardV1aSignature(std::string_view text, std::string *sig);
 
 }  // namespace wi
