@@ -63,12 +63,14 @@ enum class SignatureCheck {
   kUnusableKey,      /* the key cannot be decoded (or is of another kind) */
 };
 
-/* Whether key is a raw Ed25519 public key OpenSSL accepts (32 bytes). */
+/* Whether key is a raw Ed25519 public key OpenSSL accepts (32 bytes) and
+ * not a point of small order (under which anyone could forge). */
 bool Ed25519KeyUsable(std::string_view key);
 
 /* Checks an Ed25519 signature (64 raw bytes) of the concatenation of parts
  * under the raw 32-byte public key (EVP_PKEY_new_raw_public_key,
- * EVP_DigestVerify, as RFC 8032 "pure" Ed25519). */
+ * EVP_DigestVerify, as RFC 8032 "pure" Ed25519); a key Ed25519KeyUsable
+ * refuses is kUnusableKey. */
 SignatureCheck Ed25519Verify(std::string_view key,
                              std::initializer_list<std::string_view> parts,
                              std::string_view signature);

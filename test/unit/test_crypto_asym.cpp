@@ -126,6 +126,36 @@ TEST_F(CryptoAsym, Ed25519MalformedKeysAndSignatures) {
   EXPECT_EQ(wi::Ed25519Verify(key, {""}, high_s), SignatureCheck::kInvalid);
 }
 
+// OpenSSL takes a public key of small order, and under the identity point a
+// signature (R = identity, S = 0) verifies for every message: such keys are
+// refused as libsodium refuses them (each encoding below was checked to
+// admit S = 0 forgeries under node:crypto, i.e. OpenSSL).
+TEST_F(CryptoAsym, Ed25519SmallOrderKeysRefused) {
+  const char *const kSmallOrder[] = {
+      "0000000000000000000000000000000000000000000000000000000000000000",
+      "0100000000000000000000000000000000000000000000000000000000000000",
+      "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+      "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+      "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+      "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+      "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+  };
+  const std::string forged =
+      Unhex("0100000000000000000000000000000000000000000000000000000000000000") +
+      std::string(32, '\0');
+  for (const char *hex : kSmallOrder) {
+    std::string key = Unhex(hex);
+    EXPECT_FALSE(wi::Ed25519KeyUsable(key)) << hex;
+    EXPECT_EQ(wi::Ed25519Verify(key, {"anything"}, forged),
+              SignatureCheck::kUnusableKey)
+        << hex;
+    key[31] = static_cast<char>(key[31] ^ 0x80); /* the other sign */
+    EXPECT_FALSE(wi::Ed25519KeyUsable(key)) << hex << " (sign bit)";
+  }
+  /* An ordinary key next to them is fine. */
+  EXPECT_TRUE(wi::Ed25519KeyUsable(Unhex(kRfc8032[0].public_key)));
+}
+
 TEST_F(CryptoAsym, EcdsaP256SendgridVector) {
   std::string spki = B64(kSendgridKey), der = B64(kSendgridSignature);
   EXPECT_TRUE(wi::EcdsaP256KeyUsable(spki));
