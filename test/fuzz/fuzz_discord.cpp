@@ -84,9 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)wi::Ed25519Verify(fuzz_key, {ts}, fuzz_sig);
   FUZZ_CHECK(ERR_peek_error() == 0);
 
-  /* The PING handshake: answered only when verified and the type is 1. */
+  /* The PING handshake: answered only when verified and the path found the
+   * number 1 (here: when the fuzzed field is present, i.e. non-empty). */
   const wi::Scheme *scheme = wi::FindScheme("discord");
-  std::optional<std::string_view> fields[1] = {key_text};
+  std::optional<std::string_view> fields[1];
+  if (!key_text.empty()) fields[0] = key_text;
   wi::VerifyRequest req;
   req.body = body;
   req.fields = fields;
@@ -96,7 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool answered = true;
     wi::Status st;
     FUZZ_CHECK(wi::api::Handshake(scheme, req, verified, &reply, &answered, &st));
-    FUZZ_CHECK(answered == (verified && key_text == "1"));
+    FUZZ_CHECK(answered == (verified && !key_text.empty()));
     if (answered)
       FUZZ_CHECK(reply.json && reply.n_members == 1 && reply.members[0].raw &&
                  reply.members[0].value == "1");
