@@ -10,6 +10,13 @@
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 
+/* The SELECT list of every event read: the model's columns, then xmin. */
+const char *EventReadList(void);
+
+/* Fills *row from row i of the last SPI result, a read of EventReadList()
+ * from column first on. */
+void		ReadEventRowAt(EventRow *row, uint64 i, int first);
+
 /* Reads the event (source, event_id) without locking its row: the caller
  * holds the event's claim lock, which every writer of an event takes first.
  * Under REPEATABLE READ and SERIALIZABLE, raises a serialization failure
@@ -48,7 +55,7 @@ int32		CountBusyDelivery(const char *source, const char *event_id);
  * came with a delivery (counted). A failure is due again after retry_in,
  * else after the source's backoff (queue.h's retry rule), else (both NULL:
  * a sync delivery's failure, retried by its sender) never for workers. */
-void		RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+void		RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
 						  const char *last_error, bool delivery, const Interval *backoff,
 						  const Interval *retry_in);
 
