@@ -1,8 +1,9 @@
 /*
  * event_direct.cpp - the two statements of a first delivery (look the event
- * up, record it) done with the table and index access methods instead of
- * SPI: no plan, no portal, no executor start-up for a single-row probe and
- * a single-row insert. They are used under READ COMMITTED, while
+ * up, record it), and the record of an attempt that leaves the event due
+ * for no worker (applied, dead, a sync delivery's failure), done with the
+ * table and index access methods instead of SPI: no plan, no portal, no
+ * executor start-up for a single-row probe, insert or update. They are used under READ COMMITTED, while
  * webhook_idem.events is exactly the table the extension created (no
  * trigger, rule, policy, CHECK, extra or generated column a user may have
  * added); otherwise event_store.cpp's SPI statements do the same work.
@@ -100,6 +101,119 @@ InsertEventDirect(const EventRow *row)
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	return true;
+}
+
+bool
+RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
+					const char *last_error, bool delivery)
+{
+	Relation	rel = table_open(EventsRelid(), RowExclusiveLock);
+	const EventsRelFacts *facts = EventsFacts(rel);
+	TupleDesc	desc;
+	Relation	idx;
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *old_slot;
+	TupleTableSlot *new_slot;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	RangeTblEntry *rte;
+	Datum	   *values;
+	bool	   *nulls;
+	bool		found;
+	bool		update_indexes;
+	ItemPointerData tid;
+	const AttrNumber *a;
+
+	if (!facts->direct_ok)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	/* What the executor checks of an UPDATE's target: a table published
+	 * for updates needs its replica identity. */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
+	desc = RelationGetDescr(rel);
+	a = facts->attnums;
+
+	/* The latest version: the caller holds its row lock, so no one else
+	 * changes it now. */
+	idx = index_open(facts->key_index, AccessShareLock);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->event_id));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	old_slot = table_slot_create(rel, NULL);
+	found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	if (!found)
+		elog(ERROR, "event %lld of source \"%s\" vanished while its attempt was recorded",
+			 (long long) row->id, row->source);
+
+	/* The new version: the old one's values (a TOASTed payload keeps its
+	 * pointer), with the attempt's columns set as RecordAttempt's UPDATE
+	 * sets them. */
+	values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+	slot_getallattrs(old_slot);
+	memcpy(values, old_slot->tts_values, sizeof(Datum) * desc->natts);
+	memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
+	if (DatumGetInt64(values[a[COL_ID] - 1]) != row->id)
+		elog(ERROR, "event %lld of source \"%s\" vanished while its attempt was recorded",
+			 (long long) row->id, row->source);
+	tid = old_slot->tts_tid;
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(status);
+	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(attempts);
+	values[a[COL_RESULT] - 1] = result ? JsonbPGetDatum(result) : (Datum) 0;
+	nulls[a[COL_RESULT] - 1] = result == NULL;
+	values[a[COL_LAST_ERROR] - 1] = last_error
+		? CStringGetTextDatum(StorableText(last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
+	nulls[a[COL_LAST_ERROR] - 1] = last_error == NULL;
+	if (delivery)
+		values[a[COL_DELIVERIES] - 1] =
+			Int32GetDatum(DatumGetInt32(values[a[COL_DELIVERIES] - 1]) + 1);
+	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	nulls[a[COL_APPLIED_AT] - 1] = status != WI_APPLIED;
+	nulls[a[COL_LEASE_UNTIL] - 1] = true;
+	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
+
+	/* An UPDATE's work without its plan: the heap (HOT when it can be),
+	 * then the indexes if it was not, partial ones by their predicate. The
+	 * range table names the columns set, for the indexes' hints. */
+	estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	{
+		const int	set[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR, COL_DELIVERIES,
+		COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
+
+		for (size_t i = 0; i < lengthof(set); i++)
+			rte->updatedCols = bms_add_member(rte->updatedCols,
+											  a[set[i]] - FirstLowInvalidHeapAttributeNumber);
+	}
+	ExecInitRangeTable(estate, list_make1(rte));
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	new_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), new_slot, false);
+	simple_table_tuple_update(rel, &tid, new_slot, snapshot, &update_indexes);
+	if (update_indexes && rri->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(rri, new_slot, estate, true, false, NULL, NIL));
+	ExecCloseIndices(rri);
+	ExecDropSingleTupleTableSlot(old_slot);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	UnregisterSnapshot(snapshot);
 	table_close(rel, NoLock);
 	return true;
 }

@@ -273,6 +273,12 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
+	/* No retry time to compute (the backoff rule is SQL): no SPI either,
+	 * under READ COMMITTED (the direct lookup's snapshot rule). */
+	if (!IsolationUsesXactSnapshot() &&
+		(status != WI_FAILED || (backoff == NULL && retry_in == NULL)) &&
+		RecordAttemptDirect(row, status, attempts, result, last_error, delivery))
+		return;
 	values[0] = Int64GetDatum(row->id);
 	values[1] = CStringGetTextDatum(EventStatusLabel(status));
 	values[2] = Int32GetDatum(attempts);

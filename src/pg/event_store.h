@@ -32,6 +32,13 @@ int			LookupEventDirect(const char *source, const char *event_id, EventRow *row)
  * extension made it (use InsertEvent). */
 bool		InsertEventDirect(const EventRow *row);
 
+/* RecordAttempt without SPI, for an attempt that leaves the event due for
+ * no worker (applied, dead, or a sync delivery's failure); false (nothing
+ * done) if the table is not as the extension made it. The caller holds
+ * the event's row lock. */
+bool		RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts,
+								Jsonb *result, const char *last_error, bool delivery);
+
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);
