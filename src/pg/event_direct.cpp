@@ -18,13 +18,141 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/transam.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
+}
+
+/*
+ * The events table's indexes as the direct path opens them: their OIDs and
+ * IndexInfos, with the partial indexes' predicates ready to evaluate,
+ * built once per backend (ExecOpenIndices builds them for every statement,
+ * and ExecInsertIndexTuples prepares each predicate again), until a
+ * relcache invalidation of the table or of one of them. Only plain btrees
+ * whose predicates call built-in functions alone are kept so (a btree
+ * keeps nothing of its own in an IndexInfo between inserts); any other
+ * index set is opened by ExecOpenIndices, as the executor does.
+ */
+static MemoryContext index_cxt = NULL;
+static bool indexes_valid = false;
+static Oid	indexes_relid = InvalidOid;
+static int	n_indexes = 0;
+static Oid *index_oids = NULL;
+static IndexInfo **index_infos = NULL;
+static uint64 index_invalidations = 0;
+static bool index_callback = false;
+
+/* Relcache invalidation: the table or one of its kept indexes changed. */
+static void
+IndexesInvalidated(Datum, Oid relid)
+{
+	index_invalidations++;
+	if (relid == InvalidOid || relid == indexes_relid)
+		indexes_valid = false;
+	for (int i = 0; indexes_valid && i < n_indexes; i++)
+		if (index_oids[i] == relid)
+			indexes_valid = false;
+}
+
+/* check_functions_in_node's test: a function not built in. */
+static bool
+NotBuiltIn(Oid func_id, void *)
+{
+	return func_id >= FirstNormalObjectId;
+}
+
+/* True if the expression tree calls a function that is not built in. */
+static bool
+CallsNotBuiltIn(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, NotBuiltIn, context))
+		return true;
+	/* (Through void (*)(void): PostgreSQL 15 declares the walker without
+	 * its arguments.) */
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)(void)>(CallsNotBuiltIn)),
+								  context);
+}
+
+/* Builds the kept IndexInfos of rel's indexes (rel is locked); leaves
+ * indexes_valid false if they may not be kept. */
+static void
+BuildIndexes(Relation rel)
+{
+	uint64		seen = index_invalidations;
+	List	   *oids = RelationGetIndexList(rel);
+	MemoryContext old;
+	bool		keep = true;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (index_cxt == NULL)
+		index_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem events indexes",
+										  ALLOCSET_SMALL_SIZES);
+	indexes_valid = false;
+	MemoryContextReset(index_cxt);
+	old = MemoryContextSwitchTo(index_cxt);
+	n_indexes = list_length(oids);
+	index_oids = (Oid *) palloc(sizeof(Oid) * (n_indexes + 1));
+	index_infos = (IndexInfo **) palloc(sizeof(IndexInfo *) * (n_indexes + 1));
+	indexes_relid = RelationGetRelid(rel);
+	foreach(lc, oids)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
+		IndexInfo  *ii = BuildIndexInfo(idx);
+
+		if (idx->rd_rel->relam != BTREE_AM_OID || ii->ii_Expressions != NIL ||
+			CallsNotBuiltIn((Node *) ii->ii_Predicate, NULL))
+			keep = false;
+		else if (ii->ii_Predicate != NIL)
+			ii->ii_PredicateState = ExecInitQual((List *) expression_planner((Expr *) ii->ii_Predicate),
+												 NULL);
+		index_oids[i] = lfirst_oid(lc);
+		index_infos[i] = ii;
+		i++;
+		index_close(idx, NoLock);
+	}
+	MemoryContextSwitchTo(old);
+	list_free(oids);
+	/* Kept only if nothing was invalidated while they were built. */
+	indexes_valid = keep && index_invalidations == seen;
+}
+
+/* ExecOpenIndices(rri, false), with the kept IndexInfos when it may. */
+static void
+OpenIndexes(ResultRelInfo *rri, Relation rel)
+{
+	if (!index_callback)
+	{
+		CacheRegisterRelcacheCallback(IndexesInvalidated, (Datum) 0);
+		index_callback = true;
+	}
+	if (!indexes_valid || indexes_relid != RelationGetRelid(rel))
+		BuildIndexes(rel);
+	if (!indexes_valid)
+	{
+		ExecOpenIndices(rri, false);
+		return;
+	}
+	rri->ri_NumIndices = n_indexes;
+	rri->ri_IndexRelationDescs = (RelationPtr) palloc(sizeof(Relation) * (n_indexes + 1));
+	rri->ri_IndexRelationInfo = (IndexInfo **) palloc(sizeof(IndexInfo *) * (n_indexes + 1));
+	for (int i = 0; i < n_indexes; i++)
+	{
+		rri->ri_IndexRelationDescs[i] = index_open(index_oids[i], RowExclusiveLock);
+		rri->ri_IndexRelationInfo[i] = index_infos[i];
+	}
 }
 
 int
@@ -92,7 +220,7 @@ InsertEventDirect(const EventRow *row)
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
+	OpenIndexes(rri, rel);
 	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(EventRowToTuple(row, desc, facts->attnums), slot, false);
 	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
@@ -203,7 +331,7 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	ExecInitRangeTable(estate, list_make1(rte));
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
+	OpenIndexes(rri, rel);
 	new_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), new_slot, false);
 	simple_table_tuple_update(rel, &tid, new_slot, snapshot, &update_indexes);
