@@ -29,6 +29,7 @@ extern "C" {
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "utils/fmgroids.h"
+#include "utils/timestamp.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 }
@@ -233,9 +234,24 @@ InsertEventDirect(const EventRow *row)
 	return true;
 }
 
-bool
-RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
-					const char *last_error, bool delivery)
+/* What an update of one event row sets: its columns (EventColumn), and a
+ * function that sets them in the old version's values. */
+typedef struct EventChange
+{
+	const int  *columns;
+	int			n_columns;
+	void		(*apply) (Datum *values, bool *nulls, const AttrNumber *a, const void *arg);
+	const void *arg;
+} EventChange;
+
+/*
+ * The latest version of the event *row (under the caller's row lock: no
+ * one else changes it now) replaced by one with change applied, as an
+ * UPDATE statement would; false (nothing done) if the table is not as the
+ * extension made it. With out, reads the new version into *out.
+ */
+static bool
+UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 {
 	Relation	rel = table_open(EventsRelid(), RowExclusiveLock);
 	const EventsRelFacts *facts = EventsFacts(rel);
@@ -254,6 +270,7 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	bool		found;
 	bool		update_indexes;
 	ItemPointerData tid;
+	HeapTuple	tuple;
 	const AttrNumber *a;
 
 	if (!facts->direct_ok)
@@ -267,8 +284,6 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	desc = RelationGetDescr(rel);
 	a = facts->attnums;
 
-	/* The latest version: the caller holds its row lock, so no one else
-	 * changes it now. */
 	idx = index_open(facts->key_index, AccessShareLock);
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -280,36 +295,20 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
 	index_endscan(scan);
 	index_close(idx, NoLock);
-	if (!found)
-		elog(ERROR, "event %lld of source \"%s\" vanished while its attempt was recorded",
+	if (found)
+		slot_getallattrs(old_slot);
+	if (!found || DatumGetInt64(old_slot->tts_values[a[COL_ID] - 1]) != row->id)
+		elog(ERROR, "event %lld of source \"%s\" vanished while it was being updated",
 			 (long long) row->id, row->source);
 
 	/* The new version: the old one's values (a TOASTed payload keeps its
-	 * pointer), with the attempt's columns set as RecordAttempt's UPDATE
-	 * sets them. */
+	 * pointer), changed. */
 	values = (Datum *) palloc(sizeof(Datum) * desc->natts);
 	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
-	slot_getallattrs(old_slot);
 	memcpy(values, old_slot->tts_values, sizeof(Datum) * desc->natts);
 	memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
-	if (DatumGetInt64(values[a[COL_ID] - 1]) != row->id)
-		elog(ERROR, "event %lld of source \"%s\" vanished while its attempt was recorded",
-			 (long long) row->id, row->source);
 	tid = old_slot->tts_tid;
-	values[a[COL_STATUS] - 1] = EventStatusGetDatum(status);
-	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(attempts);
-	values[a[COL_RESULT] - 1] = result ? JsonbPGetDatum(result) : (Datum) 0;
-	nulls[a[COL_RESULT] - 1] = result == NULL;
-	values[a[COL_LAST_ERROR] - 1] = last_error
-		? CStringGetTextDatum(StorableText(last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
-	nulls[a[COL_LAST_ERROR] - 1] = last_error == NULL;
-	if (delivery)
-		values[a[COL_DELIVERIES] - 1] =
-			Int32GetDatum(DatumGetInt32(values[a[COL_DELIVERIES] - 1]) + 1);
-	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
-	nulls[a[COL_APPLIED_AT] - 1] = status != WI_APPLIED;
-	nulls[a[COL_LEASE_UNTIL] - 1] = true;
-	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
+	change->apply(values, nulls, a, change->arg);
 
 	/* An UPDATE's work without its plan: the heap (HOT when it can be),
 	 * then the indexes if it was not, partial ones by their predicate. The
@@ -320,28 +319,103 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	rte->relid = RelationGetRelid(rel);
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-	{
-		const int	set[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR, COL_DELIVERIES,
-		COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
-
-		for (size_t i = 0; i < lengthof(set); i++)
-			rte->updatedCols = bms_add_member(rte->updatedCols,
-											  a[set[i]] - FirstLowInvalidHeapAttributeNumber);
-	}
+	for (int i = 0; i < change->n_columns; i++)
+		rte->updatedCols = bms_add_member(rte->updatedCols,
+										  a[change->columns[i]] - FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(estate, list_make1(rte));
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	OpenIndexes(rri, rel);
 	new_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	ExecStoreHeapTuple(heap_form_tuple(desc, values, nulls), new_slot, false);
+	tuple = heap_form_tuple(desc, values, nulls);
+	ExecStoreHeapTuple(tuple, new_slot, false);
 	simple_table_tuple_update(rel, &tid, new_slot, snapshot, &update_indexes);
 	if (update_indexes && rri->ri_NumIndices > 0)
 		list_free(ExecInsertIndexTuples(rri, new_slot, estate, true, false, NULL, NIL));
+	if (out != NULL)
+	{
+		/* (heap_update stamped the tuple with our xmin.) */
+		EventRowFromTuple(out, tuple, desc, a);
+	}
 	ExecCloseIndices(rri);
 	ExecDropSingleTupleTableSlot(old_slot);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, NoLock);
+	return true;
+}
+
+/* The end of an attempt (RecordAttemptDirect's arguments). */
+typedef struct AttemptChange
+{
+	WiEventStatus status;
+	int32		attempts;
+	Jsonb	   *result;
+	const char *last_error;
+	bool		delivery;
+} AttemptChange;
+
+/* Sets what RecordAttempt's UPDATE sets when no retry time is due. */
+static void
+ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
+{
+	const AttemptChange *c = (const AttemptChange *) arg;
+
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(c->status);
+	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(c->attempts);
+	values[a[COL_RESULT] - 1] = c->result ? JsonbPGetDatum(c->result) : (Datum) 0;
+	nulls[a[COL_RESULT] - 1] = c->result == NULL;
+	values[a[COL_LAST_ERROR] - 1] = c->last_error
+		? CStringGetTextDatum(StorableText(c->last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
+	nulls[a[COL_LAST_ERROR] - 1] = c->last_error == NULL;
+	if (c->delivery)
+		values[a[COL_DELIVERIES] - 1] =
+			Int32GetDatum(DatumGetInt32(values[a[COL_DELIVERIES] - 1]) + 1);
+	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	nulls[a[COL_APPLIED_AT] - 1] = c->status != WI_APPLIED;
+	nulls[a[COL_LEASE_UNTIL] - 1] = true;
+	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
+}
+
+bool
+RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
+					const char *last_error, bool delivery)
+{
+	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR,
+	COL_DELIVERIES, COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
+	AttemptChange c = {status, attempts, result, last_error, delivery};
+	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c};
+
+	return UpdateEventDirect(row, &change, NULL);
+}
+
+/* Sets what LeaseEvent's UPDATE sets: processing, one more attempt, leased
+ * until the transaction's start plus the lease. */
+static void
+ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
+{
+	Datum		until = DirectFunctionCall2(timestamptz_pl_interval,
+											TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+											IntervalPGetDatum((const Interval *) arg));
+
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(WI_PROCESSING);
+	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(DatumGetInt32(values[a[COL_ATTEMPTS] - 1]) + 1);
+	values[a[COL_LEASE_UNTIL] - 1] = until;
+	nulls[a[COL_LEASE_UNTIL] - 1] = false;
+	values[a[COL_NEXT_ATTEMPT_AT] - 1] = until;
+	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = false;
+}
+
+bool
+LeaseEventDirect(EventRow *row, const Interval *lease)
+{
+	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
+	EventChange change = {columns, lengthof(columns), ApplyLease, lease};
+	EventRow	leased;
+
+	if (!UpdateEventDirect(row, &change, &leased))
+		return false;
+	*row = leased;
 	return true;
 }

@@ -297,13 +297,16 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 }
 
 void
-LeaseEvent(int64 id, const Interval *lease, EventRow *row)
+LeaseEvent(const Interval *lease, EventRow *row)
 {
 	static const Oid argtypes[2] = {INT8OID, INTERVALOID};
 	static char *sql = NULL;
 	SPIPlanPtr	plan;
-	Datum		args[2] = {Int64GetDatum(id), IntervalPGetDatum(lease)};
+	Datum		args[2] = {Int64GetDatum(row->id), IntervalPGetDatum(lease)};
 	int			rc;
+
+	if (!IsolationUsesXactSnapshot() && LeaseEventDirect(row, lease))
+		return;
 
 	if (sql == NULL)
 		sql = MemoryContextStrdup(TopMemoryContext,

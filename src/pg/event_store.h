@@ -39,6 +39,11 @@ bool		InsertEventDirect(const EventRow *row);
 bool		RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts,
 								Jsonb *result, const char *last_error, bool delivery);
 
+/* LeaseEvent without SPI, for READ COMMITTED: *row (the caller holds its
+ * row lock) is leased and read back; false (nothing done) if the table is
+ * not as the extension made it. */
+bool		LeaseEventDirect(EventRow *row, const Interval *lease);
+
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);
@@ -66,9 +71,9 @@ void		RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, J
 						  const char *last_error, bool delivery, const Interval *backoff,
 						  const Interval *retry_in);
 
-/* Leases a due event for lease (status processing, one more attempt);
- * *row receives it as leased. */
-void		LeaseEvent(int64 id, const Interval *lease, EventRow *row);
+/* Leases a due event *row (its row lock held) for lease (status
+ * processing, one more attempt); *row receives it as leased. */
+void		LeaseEvent(const Interval *lease, EventRow *row);
 
 /* Renews the lease of a processing event; false if (id, attempt) is not
  * its current claim. */

@@ -322,7 +322,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 			BuryExpiredLease(&row);
 			continue;
 		}
-		LeaseEvent(id, lease, &row);
+		LeaseEvent(lease, &row);
 		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));
 		claimed++;
 	}
