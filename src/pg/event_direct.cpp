@@ -419,3 +419,63 @@ LeaseEventDirect(EventRow *row, const Interval *lease)
 	*row = leased;
 	return true;
 }
+
+int
+LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row)
+{
+	Relation	rel = table_open(EventsRelid(), RowShareLock);
+	const EventsRelFacts *facts = EventsFacts(rel);
+	Relation	idx;
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	TM_FailureData tmfd;
+	TM_Result	res = TM_Ok;
+	bool		found;
+	int			answer;
+
+	if (!facts->direct_ok)
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+	idx = index_open(facts->key_index, AccessShareLock);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(event_id));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	/* SELECT ... FOR UPDATE: wait for whoever holds the row, then lock its
+	 * latest version (READ COMMITTED follows the update chain). */
+	if (found)
+	{
+		ItemPointerData tid = slot->tts_tid;
+
+		res = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
+							   LockTupleExclusive, LockWaitBlock,
+							   TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	}
+	if (!found || res == TM_Deleted)
+		answer = 0;
+	else if (res != TM_Ok)
+		answer = -1;			/* anything else: as the statement would see it */
+	else
+	{
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+
+		EventRowFromTuple(row, should_free ? tuple : heap_copytuple(tuple), RelationGetDescr(rel),
+						  facts->attnums);
+		answer = row->id == id ? 1 : 0;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	return answer;
+}

@@ -44,6 +44,11 @@ bool		RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attem
  * not as the extension made it. */
 bool		LeaseEventDirect(EventRow *row, const Interval *lease);
 
+/* LockEventRow (waiting) without SPI, for READ COMMITTED, for an event
+ * whose names the caller knows: 1 locked and read (it is event id), 0 no
+ * such event, -1 use LockEventRow. */
+int			LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row);
+
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);

@@ -84,8 +84,13 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 		return false;
 	if (!LockEvent(source, event_id, true))
 		return false;
-	if (!LockEventRow(id, false, &row))
-		return false;
+	{
+		int			locked = IsolationUsesXactSnapshot() ? -1
+			: LockEventDirect(source, event_id, id, &row);
+
+		if (locked < 0 ? !LockEventRow(id, false, &row) : locked == 0)
+			return false;
+	}
 	/* Fenced: the claim must still be this one (of that event). */
 	if (row.status != WI_PROCESSING || row.attempts != attempt ||
 		strcmp(row.source, source) != 0 || strcmp(row.event_id, event_id) != 0)
