@@ -1,9 +1,10 @@
 /*
  * event_direct.cpp - the two statements of a first delivery (look the event
- * up, record it), and the record of an attempt that leaves the event due
- * for no worker (applied, dead, a sync delivery's failure), done with the
- * table and index access methods instead of SPI: no plan, no portal, no
- * executor start-up for a single-row probe, insert or update. They are used under READ COMMITTED, while
+ * up, record it), the record of an attempt that leaves the event due for
+ * no worker (applied, dead, a sync delivery's failure), a worker's lease
+ * and an in-database worker's row lock, done with the table and index
+ * access methods instead of SPI: no plan, no portal, no executor start-up
+ * for a single-row probe, insert, update or lock. They are used under READ COMMITTED, while
  * webhook_idem.events is exactly the table the extension created (no
  * trigger, rule, policy, CHECK, extra or generated column a user may have
  * added); otherwise event_store.cpp's SPI statements do the same work.
