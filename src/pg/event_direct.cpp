@@ -46,7 +46,8 @@ extern "C" {
  * index set is opened by ExecOpenIndices, as the executor does.
  */
 static MemoryContext index_cxt = NULL;
-static bool indexes_valid = false;
+static bool indexes_valid = false;	/* built since the last invalidation */
+static bool indexes_kept = false;	/* and they may be used */
 static Oid	indexes_relid = InvalidOid;
 static int	n_indexes = 0;
 static Oid *index_oids = NULL;
@@ -88,7 +89,8 @@ CallsNotBuiltIn(Node *node, void *context)
 }
 
 /* Builds the kept IndexInfos of rel's indexes (rel is locked); leaves
- * indexes_valid false if they may not be kept. */
+ * indexes_kept false if they may not be kept, indexes_valid false if an
+ * invalidation came in meanwhile (they serve this call only then). */
 static void
 BuildIndexes(Relation rel)
 {
@@ -103,6 +105,7 @@ BuildIndexes(Relation rel)
 		index_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem events indexes",
 										  ALLOCSET_SMALL_SIZES);
 	indexes_valid = false;
+	indexes_kept = false;
 	MemoryContextReset(index_cxt);
 	old = MemoryContextSwitchTo(index_cxt);
 	n_indexes = list_length(oids);
@@ -127,8 +130,9 @@ BuildIndexes(Relation rel)
 	}
 	MemoryContextSwitchTo(old);
 	list_free(oids);
-	/* Kept only if nothing was invalidated while they were built. */
-	indexes_valid = keep && index_invalidations == seen;
+	indexes_kept = keep;
+	/* Valid only if nothing was invalidated while they were built. */
+	indexes_valid = index_invalidations == seen;
 }
 
 /* ExecOpenIndices(rri, false), with the kept IndexInfos when it may. */
@@ -142,7 +146,7 @@ OpenIndexes(ResultRelInfo *rri, Relation rel)
 	}
 	if (!indexes_valid || indexes_relid != RelationGetRelid(rel))
 		BuildIndexes(rel);
-	if (!indexes_valid)
+	if (!indexes_kept)
 	{
 		ExecOpenIndices(rri, false);
 		return;
