@@ -213,6 +213,34 @@ ApplyOne(const ClaimedEvent *ev)
 }
 
 /*
+ * Renews the leases of the claimed events still waiting for their turn
+ * (each only if the claim is still this worker's), in a transaction of
+ * its own: while the worker lives, no one takes them over. Its commit
+ * need not be flushed: lost in a crash, the leases just run out sooner.
+ */
+static void
+ExtendClaims(const ClaimedEvent *claimed, int n)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	{
+		Interval   *lease = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+																  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
+																  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+
+		for (int i = 0; i < n; i++)
+			(void) ExtendLease(claimed[i].id, claimed[i].attempt, lease);
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
  * How many events the next claim takes: as many as are applied, at the
  * pace seen so far, within a quarter of the lease (so that none of them
  * waits out its lease behind the others), at least 1 and at most
@@ -260,11 +288,23 @@ webhook_idem_worker_main(Datum main_arg)
 		 * waited on. Until one is applied, a claim takes one event. */
 		while ((n = ClaimBatch(claimed, BatchSize(avg_apply_us), &ready)) > 0)
 		{
+			TimestampTz leased_at = GetCurrentTimestamp();
+
 			for (int i = 0; i < n; i++)
 			{
-				TimestampTz started = GetCurrentTimestamp();
+				TimestampTz started;
 				long		secs;
 				int			usecs;
+
+				/* Half the lease gone (handlers slower than the pace the
+				 * claim was sized for): the waiting ones are renewed. */
+				if (i > 0 && TimestampDifferenceExceeds(leased_at, GetCurrentTimestamp(),
+														wi_worker_lease_ms / 2))
+				{
+					ExtendClaims(&claimed[i], n - i);
+					leased_at = GetCurrentTimestamp();
+				}
+				started = GetCurrentTimestamp();
 
 				ApplyOne(&claimed[i]);
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);

@@ -31,7 +31,8 @@ ok( $node->poll_query_until(
 
 # The handler logs each committed run with the synchronous_commit it ran
 # under; "slow" waits on advisory lock 42 (shared) on its first attempt;
-# "flaky" fails its first two attempts (of three allowed).
+# "flaky" fails its first two attempts (of three allowed); "nap" takes
+# 0.5 s.
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION webhook_idem;
@@ -43,6 +44,9 @@ BEGIN
   INSERT INTO applied_log VALUES (p->>'id', attempt, current_setting('synchronous_commit'));
   IF p->>'type' = 'slow' AND attempt = 1 THEN
     PERFORM pg_advisory_xact_lock_shared(42);
+  END IF;
+  IF p->>'type' = 'nap' THEN
+    PERFORM pg_sleep(0.5);
   END IF;
   IF p->>'type' = 'flaky' AND attempt < 3 THEN
     RAISE EXCEPTION 'flaky %', attempt;
@@ -127,6 +131,22 @@ is( $node->safe_psql('postgres',
 is( $node->safe_psql('postgres',
 		"SELECT max(attempts) <= 2 FROM webhook_idem.events WHERE event_id LIKE 'c%'"),
 	't', 'the others lost at most the attempt of their claim');
+
+# 3. Handlers slower than the pace a claim was sized for: ten naps of
+# 0.5 s, claimed by one or both workers, outlast the 2 s lease; a worker
+# renews the leases of those still waiting in its claim, so the other
+# worker, done with its own, takes none over (which would cost it an
+# attempt).
+enqueue(map { [ "n$_", 'nap' ] } 1 .. 10);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 10 FROM webhook_idem.events WHERE event_id LIKE 'n%' AND status = 'applied'",
+		't', 60),
+	'the slow claim is applied');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT max(attempts) || '|' || (SELECT count(*) FROM applied_log WHERE event_id LIKE 'n%') FROM webhook_idem.events WHERE event_id LIKE 'n%'"),
+	'1|10', 'each applied once, at its first attempt: no lease ran out');
 
 $node->stop;
 done_testing();
