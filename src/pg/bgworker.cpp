@@ -107,11 +107,11 @@ ExtensionReady(void)
 }
 
 /*
- * Claims up to max due events in a transaction of its own, committed
- * durably (at least synchronous_commit = local, whatever the server's
- * default): the attempts count before any handler runs. Returns how many
- * were claimed, last attempts first (0 if none, or the extension is not
- * there).
+ * Claims up to max due events in a transaction of its own, committed as
+ * the server's synchronous_commit says (durably, unless the server runs
+ * with it off): the attempts count before any handler runs. Returns how
+ * many were claimed, last attempts first (0 if none, or the extension is
+ * not there).
  */
 static int
 ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
@@ -124,9 +124,6 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 	MemoryContextReset(batch_cxt);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
-		(void) set_config_option("synchronous_commit", "local", PGC_SUSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	*ready = ExtensionReady();
@@ -185,11 +182,11 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 
 /*
  * Applies the claimed event in a transaction of its own. The commit waits
- * for its WAL flush only on the event's last attempt (at least locally,
- * as the claim's did): otherwise a commit lost in a crash leaves the event
- * claimed (the claim was flushed), and it is taken again with the next
- * attempt once its lease runs out; its effects and its record vanished
- * together, so it is still applied once.
+ * for its WAL flush (as the server's synchronous_commit says, like the
+ * claim's) only on the event's last attempt: otherwise a commit lost in a
+ * crash leaves the event claimed (the claim was flushed), and it is taken
+ * again with the next attempt once its lease runs out; its effects and its
+ * record vanished together, so it is still applied once.
  */
 static void
 ApplyOne(const ClaimedEvent *ev)
@@ -198,9 +195,6 @@ ApplyOne(const ClaimedEvent *ev)
 	StartTransactionCommand();
 	if (!ev->last)
 		(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
-	else if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
-		(void) set_config_option("synchronous_commit", "local", PGC_SUSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
