@@ -29,8 +29,7 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 	return *slot;
 }
 
-/* The SELECT list of every event read: the model's columns, then xmin. */
-static const char *
+const char *
 EventReadList(void)
 {
 	static char *list = NULL;
@@ -53,16 +52,28 @@ EventSelect(char **slot, const char *rest)
 	return *slot;
 }
 
+void
+ReadEventRowAt(EventRow *row, uint64 i, int first)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	Datum	   *values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+
+	if (desc->natts < first + N_EVENT_COLUMNS + 1)
+		elog(ERROR, "event read has %d columns; expected %d", desc->natts,
+			 first + N_EVENT_COLUMNS + 1);
+	heap_deform_tuple(SPI_tuptable->vals[i], desc, values, nulls);
+	EventRowFromValues(row, values + first, nulls + first);
+	row->xmin = DatumGetTransactionId(values[first + N_EVENT_COLUMNS]);
+	pfree(values);
+	pfree(nulls);
+}
+
 /* Fills *row from the first row of the last SPI result. */
 static void
 ReadEventRow(EventRow *row)
 {
-	Datum		values[N_EVENT_COLUMNS + 1];
-	bool		nulls[N_EVENT_COLUMNS + 1];
-
-	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
-	EventRowFromValues(row, values, nulls);
-	row->xmin = DatumGetTransactionId(values[N_EVENT_COLUMNS]);
+	ReadEventRowAt(row, 0, 0);
 }
 
 bool
@@ -235,7 +246,7 @@ CountBusyDelivery(const char *source, const char *event_id)
 }
 
 void
-RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
 			  const char *last_error, bool delivery, const Interval *backoff,
 			  const Interval *retry_in)
 {
@@ -262,7 +273,13 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
-	values[0] = Int64GetDatum(id);
+	/* No retry time to compute (the backoff rule is SQL): no SPI either,
+	 * under READ COMMITTED (the direct lookup's snapshot rule). */
+	if (!IsolationUsesXactSnapshot() &&
+		(status != WI_FAILED || (backoff == NULL && retry_in == NULL)) &&
+		RecordAttemptDirect(row, status, attempts, result, last_error, delivery))
+		return;
+	values[0] = Int64GetDatum(row->id);
 	values[1] = CStringGetTextDatum(EventStatusLabel(status));
 	values[2] = Int32GetDatum(attempts);
 	values[3] = result ? JsonbPGetDatum(result) : (Datum) 0;
@@ -280,13 +297,16 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 }
 
 void
-LeaseEvent(int64 id, const Interval *lease, EventRow *row)
+LeaseEvent(const Interval *lease, EventRow *row)
 {
 	static const Oid argtypes[2] = {INT8OID, INTERVALOID};
 	static char *sql = NULL;
 	SPIPlanPtr	plan;
-	Datum		args[2] = {Int64GetDatum(id), IntervalPGetDatum(lease)};
+	Datum		args[2] = {Int64GetDatum(row->id), IntervalPGetDatum(lease)};
 	int			rc;
+
+	if (!IsolationUsesXactSnapshot() && LeaseEventDirect(row, lease))
+		return;
 
 	if (sql == NULL)
 		sql = MemoryContextStrdup(TopMemoryContext,
