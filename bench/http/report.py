@@ -24,8 +24,8 @@ out.append(f"`bench/http/run.sh`: wrk, {threads} threads and {conns} connections
            f"({float(dup):.0%} redeliveries of earlier events), `synchronous_commit = on`. "
            "Measured on a shared 2-core machine (other engineers' builds and tests ran on it): "
            "compare the ratios of one run, not the absolute rates.\n")
-out.append("| pipeline | requests/s | p99 ms | events applied/s end to end | events applied | double applications | lost events | non-2xx / errors |")
-out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+out.append("| pipeline | requests/s | p99 ms | events applied/s end to end | events applied | double applications | lost events | non-2xx / errors | CPU ms per event: Node / PostgreSQL |")
+out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in order:
     def cell(k, fmt="{:,.0f}"):
         v = fmt.format(med(p, k))
@@ -34,7 +34,8 @@ for p in order:
     errs = sum(sum(r["errors"].values()) for r in rows if r["pipeline"] == p)
     cyc = " (file cycled)" if any(r.get("cycled") for r in rows if r["pipeline"] == p) else ""
     out.append(f"| {NAMES[p]} | {cell('rps')}{cyc} | {cell('p99_ms', '{:.1f}')} | {cell('applied_per_s')} | "
-               f"{tot(p, 'events_applied'):,} | {tot(p, 'double_applications')} | {tot(p, 'lost_events')} | {errs} |")
+               f"{tot(p, 'events_applied'):,} | {tot(p, 'double_applications')} | {tot(p, 'lost_events')} | {errs} | "
+               f"{med(p, 'node_cpu_ms_per_event'):.2f} / {med(p, 'pg_cpu_ms_per_event'):.2f} |")
 out.append("")
 if "seed_queue" in order:
     seed = med("seed_queue", "applied_per_s")
@@ -55,7 +56,10 @@ out.append("requests/s: answers per second during the measured window (wrk); p99
            "end: distinct events whose handler committed, divided by the time from the first "
            "handler commit to the last (so it includes the queue's drain after wrk stops); double "
            "applications: handler runs beyond the first per event; lost events: events answered "
-           "2xx whose handler never committed.\n")
+           "2xx whose handler never committed; CPU ms per event: CPU time (user + system) of the "
+           "pipeline's Node processes (the receiver, and the seed's workers) and of the whole "
+           "database server over the measured run and its drain, divided by the events applied "
+           "(wrk's and Redis's own CPU not counted).\n")
 open(prefix + ".md", "w").write("\n".join(out))
 
 try:

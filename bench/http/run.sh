@@ -20,6 +20,8 @@
 #          [--connections N] [--dup-rate R] [--pipelines "idem_sync idem_async seed_queue"]
 #          [--keep-logs]
 # `make bench` runs it (QUICK=1: --quick, under 3 minutes); `make bench-http` alone.
+# NODE_FLAGS (environment): extra node flags for the pipelines' processes,
+# e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof -r ./exit-on-sigterm.js".
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -31,6 +33,7 @@ ACCOUNTS=10000
 
 QUICK=0 SECONDS_RUN="" ROUNDS="" THREADS=2 CONNECTIONS=16 DUP_RATE=0.1 KEEP=0
 PIPELINES="idem_sync idem_async seed_queue"
+NODE_FLAGS=${NODE_FLAGS:-}
 while (($#)); do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -168,16 +171,16 @@ start_pipeline() {
       DB=bench URL_PATH=/webhooks/bench_sync
       [[ $1 == idem_async ]] && DB=bench_bgw URL_PATH=/webhooks/bench_async
       PGHOST=127.0.0.1 PGPORT=$PGPORT PGDATABASE=$DB PGUSER=bench_http \
-        node "$ROOT/examples/express/server.js" 0 >"$out" 2>>"$WORK/$1.log" &
+        node $NODE_FLAGS "$ROOT/examples/express/server.js" 0 >"$out" 2>>"$WORK/$1.log" &
       PIDS+=($!) ;;
     seed_queue)
       DB=bench URL_PATH=/webhooks/stripe
       PORT=0 REDIS_PORT=$REDIS_PORT STRIPE_WEBHOOK_SECRET=$SECRET \
-        node "$HTTP/seed2/server.js" >"$out" 2>>"$WORK/$1.log" &
+        node $NODE_FLAGS "$HTTP/seed2/server.js" >"$out" 2>>"$WORK/$1.log" &
       PIDS+=($!)
       for _ in 1 2; do
         REDIS_PORT=$REDIS_PORT PGHOST=127.0.0.1 PGPORT=$PGPORT PGDATABASE=bench PGUSER=postgres \
-          node "$HTTP/seed2/worker.js" 2>>"$WORK/$1.log" &
+          node $NODE_FLAGS "$HTTP/seed2/worker.js" 2>>"$WORK/$1.log" &
         PIDS+=($!)
       done ;;
   esac
@@ -212,6 +215,16 @@ drain() {
   echo "http bench: $1 did not drain" >&2
 }
 
+# cpu_s PID...: CPU seconds (user + system) the processes have used so far.
+cpu_s() {
+  local pid
+  for pid in "$@"; do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done |
+    awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {printf "%.2f", s / hz}'
+}
+# The database server's processes: the postmaster's children (backends,
+# in-database workers, WAL writer, checkpointer).
+pg_pids() { pgrep -P "$(head -1 "$PGDATA/postmaster.pid")" | tr '\n' ' '; }
+
 # wrk_run FILE SECONDS OUT: sends FILE's deliveries to $URL for SECONDS.
 wrk_run() {
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${2}s" --timeout 30s -s "$HTTP/deliveries.lua" "$URL" \
@@ -236,8 +249,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
     wrk_run "$WORK/warmup.tsv" "$WARMUP" "$out-warmup"
     drain "$DB"
     reset "$DB"
+    # CPU used by the pipeline's own processes and by the database server
+    # over the measured run and its drain (where the time goes).
+    pgp=$(pg_pids)
+    node0=$(cpu_s "${PIDS[@]}") pg0=$(cpu_s $pgp)
     wrk_run "$WORK/deliveries.tsv" "$SECONDS_RUN" "$out"
     drain "$DB"
+    node1=$(cpu_s "${PIDS[@]}") pg1=$(cpu_s $pgp)
     stop_pids
     # Applications, doubles, and losses: events answered 2xx never applied.
     chmod 644 "$out.ids"
@@ -253,17 +271,23 @@ SELECT count(DISTINCT event_id), count(*) - count(DISTINCT event_id),
 SQL
 )
     read -r applied doubles span lost answered_events <<<"$counts"
-    "$PYTHON" - "$out.json" "$p" "$round" "$applied" "$doubles" "$span" "$lost" "$answered_events" >>"$RAW" <<'PY'
+    node_cpu=$(awk -v a="$node0" -v b="$node1" 'BEGIN {print b - a}')
+    pg_cpu=$(awk -v a="$pg0" -v b="$pg1" 'BEGIN {print b - a}')
+    "$PYTHON" - "$out.json" "$p" "$round" "$applied" "$doubles" "$span" "$lost" "$answered_events" \
+      "$node_cpu" "$pg_cpu" >>"$RAW" <<'PY'
 import json, sys
-f, p, rnd, applied, doubles, span, lost, answered = sys.argv[1:]
+f, p, rnd, applied, doubles, span, lost, answered, node_cpu, pg_cpu = sys.argv[1:]
 r = json.load(open(f))
 span = float(span)
+n = max(int(applied), 1)
+r.update(node_cpu_ms_per_event=round(float(node_cpu) * 1000 / n, 3),
+         pg_cpu_ms_per_event=round(float(pg_cpu) * 1000 / n, 3))
 r.update(pipeline=p, round=int(rnd), events_applied=int(applied), double_applications=int(doubles),
          lost_events=int(lost), answered_events=int(answered),
          applied_per_s=round(int(applied) / span, 1) if span > 0 else 0, end_to_end_s=round(span, 3))
 print(json.dumps(r))
 PY
-    tail -n 1 "$RAW" | "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print("  [round %(round)d %(pipeline)s] %(rps).0f req/s, p99 %(p99_ms).1f ms, %(applied_per_s).0f applied/s end to end, %(double_applications)d doubles, %(lost_events)d lost" % r)'
+    tail -n 1 "$RAW" | "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print("  [round %(round)d %(pipeline)s] %(rps).0f req/s, p99 %(p99_ms).1f ms, %(applied_per_s).0f applied/s end to end, %(double_applications)d doubles, %(lost_events)d lost; CPU ms per event: node %(node_cpu_ms_per_event).2f, postgres %(pg_cpu_ms_per_event).2f" % r)'
   done
 done
 

@@ -35,9 +35,10 @@ app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), as
   const url = (process.env.PUBLIC_URL || `http://${req.get('host')}`) + req.originalUrl;
   let row;
   try {
-    // One statement in autocommit: it has committed when the answer arrives.
-    const args = [req.params.source, body, JSON.stringify(headers), url, req.method];
-    row = (await pool.query(APPLY, args)).rows[0];
+    // One statement in autocommit (prepared once per connection, by name):
+    // it has committed when its row arrives.
+    const values = [req.params.source, body, JSON.stringify(headers), url, req.method];
+    row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
   } catch (e) { // e.g. 40001 under SERIALIZABLE: let the sender retry
     row = { status: 'error', http_status: 503, detail: e.code || e.message };
   }
