@@ -67,9 +67,12 @@ async function runs(source, id) {
   return r.rows[0].n;
 }
 
-// A Stripe delivery signed by stripe-node.
+// A Stripe delivery signed by stripe-node. Stripe sends its JSON indented by
+// two spaces; an escape and a trailing zero make sure that a layer that
+// parses and re-serialises the body fails the signature.
 function stripeDelivery(id, type = 'charge.succeeded', extra = {}, secret = SECRETS.stripe) {
-  const body = JSON.stringify({ id, object: 'event', type, data: { object: { amount: 1200, ...extra } } });
+  const body = JSON.stringify({ id, object: 'event', type, data: { object: { amount: 1200, ...extra } } }, null, 2)
+    .replace('"object": "event"', '"object": "event",\n  "description": "caf\\u00e9 1.10", "rate": 1.10');
   const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret });
   return { body, headers: { 'Content-Type': 'application/json', 'Stripe-Signature': header } };
 }

@@ -42,6 +42,7 @@ trap cleanup EXIT
 start() {
 	local name=$1
 	shift
+	: >"$work/$name.out"
 	PGDATABASE=http_test PGUSER=http_layer PGPASSWORD=$password "$@" 0 \
 		>"$work/$name.out" 2>"$work/$name.log" &
 	pids+=($!)
