@@ -44,7 +44,8 @@ app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), as
   }
   res.status(row.http_status);
   if (row.reply != null) { // a handshake, or the answer the sender expects
-    res.set('Content-Type', row.reply_type || 'text/plain').send(Buffer.from(row.reply));
+    res.setHeader('Content-Type', row.reply_type || 'text/plain'); // as given (res.set adds a charset)
+    res.send(Buffer.from(row.reply));
   } else {
     res.json({ status: row.status, event_id: row.event_id, detail: row.detail });
   }

@@ -8,8 +8,9 @@
 // Usage: node http.mjs <layer name> <base url>
 // The PG* environment points at the test cluster as a superuser (for the
 // side table, the queue and the direct comparison of handshakes).
-// HTTP_TEST_HANDSHAKE=1 also checks Slack's url_verification handshake
-// (enable once the slack handshake is on main).
+// HTTP_TEST_HANDSHAKE=1 also checks Slack's url_verification and Meta's GET
+// subscription check (enable once those handshakes are on main; run.sh then
+// registers the meta source from handshake.sql).
 import crypto from 'node:crypto';
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
@@ -219,6 +220,17 @@ if (process.env.HTTP_TEST_HANDSHAKE === '1') {
   check('slack handshake: reply_type is the Content-Type', a.type === direct.reply_type, a.type);
   check('slack handshake: nothing recorded', (await db.query(
     "SELECT count(*)::int AS n FROM webhook_idem.events WHERE source = 'slack'")).rows[0].n === 0);
+
+  // Meta's subscription check: a GET whose query carries the challenge (the
+  // layer must pass the method and the URL with its query).
+  const query = `hub.mode=subscribe&hub.challenge=${Date.now()}&hub.verify_token=meta-http-test-verify-token`;
+  const res = await fetch(`${base}/webhooks/meta?${query}`);
+  const text = await res.text();
+  check('meta GET handshake: HTTP 200', res.status === 200, res.status);
+  check('meta GET handshake: the challenge is the body', text === new URLSearchParams(query).get('hub.challenge'), text);
+  check('meta GET handshake: text/plain', res.headers.get('content-type') === 'text/plain', res.headers.get('content-type'));
+  const wrong = await fetch(`${base}/webhooks/meta?${query.replace('verify-token', 'other-token')}`);
+  check('meta GET handshake, wrong verify token: HTTP 401', wrong.status === 401, wrong.status);
 } else {
   console.log(`  ${layer}: handshake check skipped (HTTP_TEST_HANDSHAKE=1 enables it)`);
 }
