@@ -13,7 +13,7 @@ NAMES = {
 }
 order = [p for p in NAMES if any(r["pipeline"] == p for r in rows)]
 med = lambda p, k: statistics.median(r[k] for r in rows if r["pipeline"] == p)
-tot = lambda p, k: sum(r[k] for r in rows if r["pipeline"] == p)
+tot = lambda p, k: sum(r.get(k, 0) for r in rows if r["pipeline"] == p)
 rng = lambda p, k: (min(r[k] for r in rows if r["pipeline"] == p), max(r[k] for r in rows if r["pipeline"] == p))
 
 out = []
@@ -24,8 +24,8 @@ out.append(f"`bench/http/run.sh`: wrk, {threads} threads and {conns} connections
            f"({float(dup):.0%} redeliveries of earlier events), `synchronous_commit = on`. "
            "Measured on a shared 2-core machine (other engineers' builds and tests ran on it): "
            "compare the ratios of one run, not the absolute rates.\n")
-out.append("| pipeline | requests/s | p99 ms | events applied/s end to end | events applied | double applications | lost events | non-2xx / errors | CPU ms per event: Node / PostgreSQL |")
-out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+out.append("| pipeline | requests/s | p99 ms | events applied/s end to end | events applied | double applications | lost events | non-2xx / errors | retried events | CPU ms per event: Node / PostgreSQL |")
+out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in order:
     def cell(k, fmt="{:,.0f}"):
         v = fmt.format(med(p, k))
@@ -35,16 +35,23 @@ for p in order:
     cyc = " (file cycled)" if any(r.get("cycled") for r in rows if r["pipeline"] == p) else ""
     out.append(f"| {NAMES[p]} | {cell('rps')}{cyc} | {cell('p99_ms', '{:.1f}')} | {cell('applied_per_s')} | "
                f"{tot(p, 'events_applied'):,} | {tot(p, 'double_applications')} | {tot(p, 'lost_events')} | {errs} | "
-               f"{med(p, 'node_cpu_ms_per_event'):.2f} / {med(p, 'pg_cpu_ms_per_event'):.2f} |")
+               f"{tot(p, 'retried_events') if p != 'seed_queue' else '–'} | {med(p, 'node_cpu_ms_per_event'):.2f} / {med(p, 'pg_cpu_ms_per_event'):.2f} |")
 out.append("")
+# A pipeline's applied/s over seed 2's, round by round (runs of one round
+# are minutes apart at most: the machine's other load moves them less).
+def ratios(p):
+    by_round = {r["round"]: r["applied_per_s"] for r in rows if r["pipeline"] == p}
+    seed = {r["round"]: r["applied_per_s"] for r in rows if r["pipeline"] == "seed_queue"}
+    return [by_round[k] / seed[k] for k in sorted(by_round) if k in seed and seed[k] > 0]
 if "seed_queue" in order:
-    seed = med("seed_queue", "applied_per_s")
-    out.append("| target (SPEC.md §5, end to end over HTTP) | measured | verdict |")
+    out.append("| target (SPEC.md §5, end to end over HTTP) | measured (median of the rounds' ratios; each round) | verdict |")
     out.append("|---|---:|---|")
     for p in ("idem_sync", "idem_async"):
-        if p in order and seed > 0:
-            ratio = med(p, "applied_per_s") / seed
-            out.append(f"| {p} events applied/s ≥ 3x seed 2's | {ratio:.2f}x | {'met' if ratio >= 3 else 'not met'} |")
+        rs = ratios(p)
+        if p in order and rs:
+            ratio = statistics.median(rs)
+            each = ", ".join(f"{x:.2f}x" for x in rs)
+            out.append(f"| {p} events applied/s ≥ 3x seed 2's | {ratio:.2f}x ({each}) | {'met' if ratio >= 3 else 'not met'} |")
     for p in ("idem_sync", "idem_async"):
         if p in order:
             ok = tot(p, "double_applications") == 0 and tot(p, "lost_events") == 0
@@ -59,7 +66,9 @@ out.append("requests/s: answers per second during the measured window (wrk); p99
            "2xx whose handler never committed; CPU ms per event: CPU time (user + system) of the "
            "pipeline's Node processes (the receiver, and the seed's workers) and of the whole "
            "database server over the measured run and its drain, divided by the events applied "
-           "(wrk's and Redis's own CPU not counted).\n")
+           "(wrk's and Redis's own CPU not counted); retried events: webhook_idem events that took more "
+           "than one attempt (an in-database worker's attempt that failed, e.g. on a deadlock between "
+           "two workers' batches, and was retried after the source's backoff).\n")
 open(prefix + ".md", "w").write("\n".join(out))
 
 try:

@@ -266,21 +266,29 @@ SELECT count(DISTINCT event_id), count(*) - count(DISTINCT event_id),
        coalesce(extract(epoch FROM max(at) - min(at)), 0),
        (SELECT count(DISTINCT a.event_id) FROM answered a
          WHERE NOT EXISTS (SELECT 1 FROM bench.handler_runs h WHERE h.event_id = a.event_id)),
-       (SELECT count(DISTINCT event_id) FROM answered)
+       (SELECT count(DISTINCT event_id) FROM answered),
+       (SELECT count(*) FROM webhook_idem.events WHERE attempts > 1)
   FROM bench.handler_runs;
 SQL
 )
-    read -r applied doubles span lost answered_events <<<"$counts"
+    read -r applied doubles span lost answered_events retried <<<"$counts"
+    # Handler commits per second from the first one: shows a drain's pace.
+    timeline=$("${PSQL[@]}" -d "$DB" -Atc "WITH a AS (SELECT floor(extract(epoch FROM at - min(at) OVER ()))::int AS s
+        FROM bench.handler_runs)
+      SELECT string_agg(coalesce(c.n, 0)::text, ',' ORDER BY g)
+        FROM generate_series(0, (SELECT max(s) FROM a)) AS g
+        LEFT JOIN (SELECT s, count(*) AS n FROM a GROUP BY s) AS c ON c.s = g")
     node_cpu=$(awk -v a="$node0" -v b="$node1" 'BEGIN {print b - a}')
     pg_cpu=$(awk -v a="$pg0" -v b="$pg1" 'BEGIN {print b - a}')
     "$PYTHON" - "$out.json" "$p" "$round" "$applied" "$doubles" "$span" "$lost" "$answered_events" \
-      "$node_cpu" "$pg_cpu" >>"$RAW" <<'PY'
+      "$node_cpu" "$pg_cpu" "$retried" "$timeline" >>"$RAW" <<'PY'
 import json, sys
-f, p, rnd, applied, doubles, span, lost, answered, node_cpu, pg_cpu = sys.argv[1:]
+f, p, rnd, applied, doubles, span, lost, answered, node_cpu, pg_cpu, retried, timeline = sys.argv[1:]
 r = json.load(open(f))
 span = float(span)
 n = max(int(applied), 1)
-r.update(node_cpu_ms_per_event=round(float(node_cpu) * 1000 / n, 3),
+r.update(retried_events=int(retried), applied_each_second=[int(x) for x in timeline.split(",") if x],
+         node_cpu_ms_per_event=round(float(node_cpu) * 1000 / n, 3),
          pg_cpu_ms_per_event=round(float(pg_cpu) * 1000 / n, 3))
 r.update(pipeline=p, round=int(rnd), events_applied=int(applied), double_applications=int(doubles),
          lost_events=int(lost), answered_events=int(answered),

@@ -21,6 +21,7 @@ const APPLY = `SELECT status, http_status, event_id, detail, reply, reply_type
 
 const app = express();
 app.disable('x-powered-by');
+app.disable('etag'); // answers are never cached: no need to hash each one
 
 // Every method (a handshake may be a GET), every content type kept as raw
 // bytes: the signature covers them. The limit sits above the database's
