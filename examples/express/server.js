@@ -55,7 +55,8 @@ app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), as
 app.get('/metrics', async (req, res) => {
   try {
     const { rows } = await pool.query('SELECT webhook_idem.metrics() AS text');
-    res.set('Content-Type', 'text/plain; version=0.0.4').send(Buffer.from(rows[0].text));
+    res.setHeader('Content-Type', 'text/plain; version=0.0.4');
+    res.send(Buffer.from(rows[0].text));
   } catch (e) {
     res.status(503).type('text/plain').send(e.code || 'error');
   }

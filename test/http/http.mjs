@@ -165,9 +165,14 @@ function standardDelivery(id, payload) {
 // ---- github (sync, on_concurrent conflict): in_progress while a slow first delivery runs
 {
   const id = `gh-${run}-slow`;
-  const d = await githubDelivery(id, { type: 'test.slow', sleep: 1.5, ref: 'refs/heads/main' });
+  const d = await githubDelivery(id, { type: 'test.slow', sleep: 1, ref: 'refs/heads/main' });
   const first = post('github', d.body, d.headers);
-  await new Promise((r) => setTimeout(r, 400));
+  // Wait until its handler sleeps (it holds the event), then deliver again.
+  for (let i = 0; i < 100; i++) {
+    const r = await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'http_test' AND wait_event = 'PgSleep'");
+    if (r.rows[0].n > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   expectOutcome('github concurrent delivery', await post('github', d.body, d.headers), 409, 'in_progress');
   expectOutcome('github slow first delivery', await first, 200, 'applied', { event_id: id });
   expectOutcome('github redelivery after it', await post('github', d.body, d.headers), 200, 'duplicate');
