@@ -103,7 +103,7 @@ mode == "" && NF { pending = 0; file_next = ""; skip = 0 }
 END { print n + 0 > (dir "/count") }
 AWK
 	)
-	awk -v dir="$dir" "$prog" README.md docs/reference.md
+	awk -v dir="$dir" "$prog" README.md docs/reference.md docs/receivers.md
 
 	# Blocks that stand for files.
 	touch "$dir/files"

@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libbenchmark-dev libpq-dev python3-psycopg2 curl openssl nodejs
 )
 if [[ "${1:-}" == "bench" ]]; then
-  packages+=(redis-server libhiredis-dev python3-matplotlib)
+  packages+=(redis-server libhiredis-dev python3-matplotlib wrk)
 fi
 
 missing=()

@@ -1,7 +1,7 @@
 # test.mk - the project's own entry points around PGXS: set-up, unit tests,
 # PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
 
-.PHONY: setup demo test unit check-pg sdk tap load fuzz fuzz-build bench
+.PHONY: setup demo test unit check-pg sdk tap load http fuzz fuzz-build bench bench-http
 
 BUILD_DIR = build
 CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
@@ -23,6 +23,7 @@ test: setup
 	$(MAKE) sdk
 	$(MAKE) tap
 	$(MAKE) load
+	$(MAKE) http
 	$(MAKE) fuzz
 	bash demo/run.sh
 	@echo "make test: all suites passed"
@@ -54,6 +55,11 @@ tap:
 load:
 	bash test/load/run.sh
 
+# The HTTP layers (examples/express, examples/receiver.py) over real HTTP,
+# driven with SDK-signed deliveries (npm ci from the lockfiles).
+http:
+	pg_virtualenv -t -v $(PG_MAJOR) bash test/http/run.sh
+
 # libFuzzer targets (ASan + UBSan) over every parser of untrusted input.
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.cpp))
 FUZZ_BINS = $(patsubst test/fuzz/%.cpp,$(BUILD_DIR)/fuzz/%,$(FUZZ_SRCS))
@@ -73,4 +79,13 @@ bench:
 	$(MAKE) all
 	$(MAKE) install
 	bash bench/run.sh $(if $(QUICK),--quick,)
+	bash bench/http/run.sh $(if $(QUICK),--quick,)
 	$(MAKE) bench-micro
+
+# End to end over HTTP alone (wrk; examples/express against the second seed
+# re-created in bench/http/seed2); QUICK=1 runs in under 3 minutes.
+bench-http:
+	bash scripts/setup.sh bench
+	$(MAKE) all
+	$(MAKE) install
+	bash bench/http/run.sh $(if $(QUICK),--quick,)

@@ -1,0 +1,67 @@
+// A whole webhook endpoint on webhook_idem in Node.js (Express and pg):
+// ANY /webhooks/<source> and GET /metrics (webhook_idem.metrics()).
+//
+// The database verifies, de-duplicates, runs the handler and decides the
+// answer; this layer passes the raw body, the headers, the URL and the method
+// through and sends back what it is given, after the commit. Connection
+// settings come from the PG* environment (PGUSER: a role granted
+// webhook_idem_receiver). PUBLIC_URL: the scheme and host the sender signs
+// (twilio, square, hubspot and meta sign the URL).
+// Usage: node server.js [port]   (port 0 picks a free one; it is printed)
+'use strict';
+const express = require('express');
+const { Pool } = require('pg');
+
+const pool = new Pool({ max: 8 }); // each query borrows one connection
+pool.on('error', (e) => console.error('idle connection lost:', e.message));
+
+const APPLY = `SELECT status, http_status, event_id, detail, reply, reply_type
+  FROM webhook_idem.apply_event(source => $1, body => $2::bytea, headers => $3::jsonb,
+                                url => $4, method => $5)`;
+
+const app = express();
+app.disable('x-powered-by');
+app.disable('etag'); // answers are never cached: no need to hash each one
+
+// Every method (a handshake may be a GET), every content type kept as raw
+// bytes: the signature covers them. The limit sits above the database's
+// webhook_idem.max_body_bytes (1 MB by default), so the database decides.
+app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), async (req, res) => {
+  const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  const headers = {}; // names as sent; a repeated header becomes an array
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const [name, value] = [req.rawHeaders[i], req.rawHeaders[i + 1]];
+    headers[name] = name in headers ? [].concat(headers[name], value) : value;
+  }
+  const url = (process.env.PUBLIC_URL || `http://${req.get('host')}`) + req.originalUrl;
+  let row;
+  try {
+    // One statement in autocommit (prepared once per connection, by name):
+    // it has committed when its row arrives.
+    const values = [req.params.source, body, JSON.stringify(headers), url, req.method];
+    row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
+  } catch (e) { // e.g. 40001 under SERIALIZABLE: let the sender retry
+    row = { status: 'error', http_status: 503, detail: e.code || e.message };
+  }
+  res.status(row.http_status);
+  if (row.reply != null) { // a handshake, or the answer the sender expects
+    res.setHeader('Content-Type', row.reply_type || 'text/plain'); // as given (res.set adds a charset)
+    res.send(Buffer.from(row.reply));
+  } else {
+    res.json({ status: row.status, event_id: row.event_id, detail: row.detail });
+  }
+});
+
+app.get('/metrics', async (req, res) => {
+  try {
+    const { rows } = await pool.query('SELECT webhook_idem.metrics() AS text');
+    res.setHeader('Content-Type', 'text/plain; version=0.0.4');
+    res.send(Buffer.from(rows[0].text));
+  } catch (e) {
+    res.status(503).type('text/plain').send(e.code || 'error');
+  }
+});
+
+const server = app.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {
+  console.log(`listening on http://127.0.0.1:${server.address().port}/webhooks/<source>`);
+});

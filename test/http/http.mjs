@@ -1,0 +1,245 @@
+// http.mjs - one HTTP layer under test (test/http/run.sh starts it): every
+// outcome of SPEC.md section 2 that a sync or async source gives, reached over
+// real HTTP with deliveries signed by the providers' own SDKs (stripe-node,
+// standardwebhooks, @octokit/webhooks), each answer checked for its status
+// code, body and Content-Type, and the handler's side table checked for what
+// committed. A burst of one event from many connections must apply it once.
+//
+// Usage: node http.mjs <layer name> <base url>
+// The PG* environment points at the test cluster as a superuser (for the
+// side table, the queue and the direct comparison of handshakes).
+// HTTP_TEST_HANDSHAKE=1 also checks Slack's url_verification and Meta's GET
+// subscription check (enable once those handshakes are on main; run.sh then
+// registers the meta source from handshake.sql).
+import crypto from 'node:crypto';
+import Stripe from 'stripe';
+import { Webhook } from 'standardwebhooks';
+import { Webhooks } from '@octokit/webhooks';
+import pg from 'pg';
+
+const [layer, base] = process.argv.slice(2);
+const SECRETS = {
+  stripe: 'whsec_http_test_4b7e1c9a2f6d8e0b3c5a7f9d1e3b5c7a',
+  github: 'github-http-test-secret',
+  standard: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  slack: 'slack-http-test-signing-secret',
+};
+const stripe = new Stripe('sk_test_webhook_idem_http');
+const octokit = new Webhooks({ secret: SECRETS.github });
+const standard = new Webhook(SECRETS.standard);
+const db = new pg.Client({ database: 'http_test' });
+await db.connect();
+
+const run = `${layer}_${Date.now().toString(36)}`; // fresh event ids per layer and run
+let failures = 0, checks = 0;
+
+// Records one check; prints it when it fails.
+function check(what, ok, got) {
+  checks++;
+  if (!ok) {
+    failures++;
+    console.log(`  FAIL ${layer}: ${what}${got === undefined ? '' : ': got ' + JSON.stringify(got)}`);
+  }
+}
+
+// POSTs body (a string or Buffer) with headers; returns {code, type, text, json}.
+async function post(source, body, headers, method = 'POST') {
+  const res = await fetch(`${base}/webhooks/${source}`, { method, headers, body });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON: a reply, or an error page */ }
+  return { code: res.status, type: res.headers.get('content-type') || '', text, json };
+}
+
+// Checks an answer of the layer's own JSON shape: code, status, JSON type.
+function expectOutcome(what, answer, code, status, extra = {}) {
+  check(`${what}: HTTP ${code}`, answer.code === code, answer.code);
+  check(`${what}: status ${status}`, answer.json?.status === status, answer.text.slice(0, 200));
+  check(`${what}: Content-Type application/json`, answer.type.startsWith('application/json'), answer.type);
+  for (const [k, v] of Object.entries(extra)) {
+    const got = answer.json?.[k];
+    check(`${what}: ${k}`, v instanceof RegExp ? v.test(got ?? '') : got === v, got);
+  }
+}
+
+// The committed handler runs of one event.
+async function runs(source, id) {
+  const r = await db.query('SELECT count(*)::int AS n FROM app.runs WHERE source = $1 AND event_id = $2', [source, id]);
+  return r.rows[0].n;
+}
+
+// A Stripe delivery signed by stripe-node. Stripe sends its JSON indented by
+// two spaces; an escape and a trailing zero make sure that a layer that
+// parses and re-serialises the body fails the signature.
+function stripeDelivery(id, type = 'charge.succeeded', extra = {}, secret = SECRETS.stripe) {
+  const body = JSON.stringify({ id, object: 'event', type, data: { object: { amount: 1200, ...extra } } }, null, 2)
+    .replace('"object": "event"', '"object": "event",\n  "description": "caf\\u00e9 1.10", "rate": 1.10');
+  const header = stripe.webhooks.generateTestHeaderString({ payload: body, secret });
+  return { body, headers: { 'Content-Type': 'application/json', 'Stripe-Signature': header } };
+}
+
+// A GitHub delivery signed by @octokit/webhooks.
+async function githubDelivery(id, payload) {
+  const body = JSON.stringify(payload);
+  return { body, headers: { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push',
+                            'X-GitHub-Delivery': id, 'X-Hub-Signature-256': await octokit.sign(body) } };
+}
+
+// A Standard Webhooks delivery signed by standardwebhooks.
+function standardDelivery(id, payload) {
+  const body = JSON.stringify(payload);
+  const at = new Date();
+  return { body, headers: { 'Content-Type': 'application/json', 'webhook-id': id,
+                            'webhook-timestamp': String(Math.floor(at / 1000)),
+                            'webhook-signature': standard.sign(id, at, body) } };
+}
+
+// ---- stripe (sync, on_concurrent wait, max_attempts 2)
+{
+  const id = `evt_${run}_1`;
+  const d = stripeDelivery(id);
+  expectOutcome('stripe first delivery', await post('stripe', d.body, d.headers), 200, 'applied', { event_id: id });
+  expectOutcome('stripe redelivery', await post('stripe', d.body, d.headers), 200, 'duplicate', { event_id: id });
+  const again = stripeDelivery(id); // a fresh signature over the same bytes: still a duplicate
+  expectOutcome('stripe re-signed redelivery', await post('stripe', again.body, again.headers), 200, 'duplicate');
+  check('stripe: applied once', (await runs('stripe', id)) === 1);
+
+  const changed = stripeDelivery(id, 'charge.succeeded', { amount: 999999 });
+  expectOutcome('stripe same id, other body', await post('stripe', changed.body, changed.headers), 422, 'payload_mismatch');
+  check('stripe: still applied once after the mismatch', (await runs('stripe', id)) === 1);
+
+  const forged = stripeDelivery(`evt_${run}_forged`, 'charge.succeeded', {}, 'whsec_not_the_secret');
+  expectOutcome('stripe wrong secret', await post('stripe', forged.body, forged.headers), 401,
+                'invalid_signature', { detail: 'signature_mismatch' });
+  const unsigned = stripeDelivery(`evt_${run}_unsigned`);
+  delete unsigned.headers['Stripe-Signature'];
+  expectOutcome('stripe no signature', await post('stripe', unsigned.body, unsigned.headers), 401,
+                'invalid_signature', { detail: 'missing_signature' });
+  const tampered = stripeDelivery(`evt_${run}_tampered`);
+  expectOutcome('stripe body changed after signing',
+                await post('stripe', tampered.body.replace('1200', '1201'), tampered.headers), 401, 'invalid_signature');
+  check('stripe: nothing ran for unverified deliveries',
+        (await runs('stripe', `evt_${run}_forged`)) + (await runs('stripe', `evt_${run}_tampered`)) === 0);
+
+  const notJson = `{"id": "evt_${run}_broken", "type": `; // cut short: neither JSON nor form data
+  expectOutcome('stripe body not JSON', await post('stripe', notJson, {
+    'Content-Type': 'application/json',
+    'Stripe-Signature': stripe.webhooks.generateTestHeaderString({ payload: notJson, secret: SECRETS.stripe }) }),
+    400, 'invalid_payload');
+
+  // One byte over webhook_idem.max_body_bytes' default (1 MB): the layer lets
+  // it through, the database refuses it.
+  const big = JSON.stringify({ id: `evt_${run}_big`, type: 'charge.succeeded', pad: 'x'.repeat(1024 * 1024) });
+  expectOutcome('stripe body over max_body_bytes', await post('stripe', big, {
+    'Content-Type': 'application/json',
+    'Stripe-Signature': stripe.webhooks.generateTestHeaderString({ payload: big, secret: SECRETS.stripe }) }),
+    413, 'too_large');
+
+  // A handler that raises: failed (500, effects rolled back), then dead (202).
+  const poison = stripeDelivery(`evt_${run}_poison`, 'test.poison');
+  expectOutcome('stripe handler raises', await post('stripe', poison.body, poison.headers), 500, 'failed',
+                { detail: /cannot handle/ });
+  check('stripe: the failed attempt left no effect', (await runs('stripe', `evt_${run}_poison`)) === 0);
+  expectOutcome('stripe handler raises again (max_attempts 2)', await post('stripe', poison.body, poison.headers),
+                202, 'dead');
+  expectOutcome('stripe redelivery of a dead event', await post('stripe', poison.body, poison.headers), 202, 'dead');
+  check('stripe: the dead event left no effect', (await runs('stripe', `evt_${run}_poison`)) === 0);
+
+  // A burst: one event from 32 connections at once, applied exactly once.
+  const burstId = `evt_${run}_burst`;
+  const b = stripeDelivery(burstId);
+  const answers = await Promise.all(Array.from({ length: 32 }, () => post('stripe', b.body, b.headers)));
+  const tally = {};
+  for (const a of answers) tally[`${a.code} ${a.json?.status}`] = (tally[`${a.code} ${a.json?.status}`] || 0) + 1;
+  check('burst: one applied, 31 duplicates',
+        tally['200 applied'] === 1 && tally['200 duplicate'] === 31, tally);
+  check('burst: the handler ran once', (await runs('stripe', burstId)) === 1, await runs('stripe', burstId));
+}
+
+// ---- unknown source
+{
+  const d = stripeDelivery(`evt_${run}_nowhere`);
+  expectOutcome('unknown source', await post('no_such_source', d.body, d.headers), 404, 'unknown_source');
+}
+
+// ---- github (sync, on_concurrent conflict): in_progress while a slow first delivery runs
+{
+  const id = `gh-${run}-slow`;
+  const d = await githubDelivery(id, { type: 'test.slow', sleep: 1, ref: 'refs/heads/main' });
+  const first = post('github', d.body, d.headers);
+  // Wait until its handler sleeps (it holds the event), then deliver again.
+  for (let i = 0; i < 100; i++) {
+    const r = await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'http_test' AND wait_event = 'PgSleep'");
+    if (r.rows[0].n > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expectOutcome('github concurrent delivery', await post('github', d.body, d.headers), 409, 'in_progress');
+  expectOutcome('github slow first delivery', await first, 200, 'applied', { event_id: id });
+  expectOutcome('github redelivery after it', await post('github', d.body, d.headers), 200, 'duplicate');
+  check('github: applied once', (await runs('github', id)) === 1);
+  const forged = { ...d.headers, 'X-Hub-Signature-256': await new Webhooks({ secret: 'wrong' }).sign(d.body) };
+  expectOutcome('github wrong secret', await post('github', d.body, forged), 401, 'invalid_signature');
+}
+
+// ---- standard (async): queued, queued again while waiting, duplicate once applied
+{
+  const id = `msg_${run}_1`;
+  const d = standardDelivery(id, { type: 'invoice.paid', amount: 5 });
+  expectOutcome('standard first delivery (async)', await post('standard', d.body, d.headers), 202, 'queued',
+                { event_id: id });
+  const again = standardDelivery(id, { type: 'invoice.paid', amount: 5 });
+  expectOutcome('standard redelivery while queued', await post('standard', again.body, again.headers), 202, 'queued');
+  check('standard: nothing ran before a worker', (await runs('standard', id)) === 0);
+  await db.query("SELECT webhook_idem.process_pending('standard', 1000)");
+  check('standard: the worker applied it once', (await runs('standard', id)) === 1);
+  const late = standardDelivery(id, { type: 'invoice.paid', amount: 5 });
+  expectOutcome('standard redelivery once applied', await post('standard', late.body, late.headers), 200, 'duplicate');
+}
+
+// ---- GET /metrics
+{
+  const res = await fetch(`${base}/metrics`);
+  const text = await res.text();
+  check('metrics: HTTP 200', res.status === 200, res.status);
+  check('metrics: Prometheus text type', (res.headers.get('content-type') || '').startsWith('text/plain'),
+        res.headers.get('content-type'));
+  check('metrics: outcome counters', /webhook_idem_deliveries_total/.test(text), text.slice(0, 200));
+}
+
+// ---- a handshake: Slack's url_verification, answered with reply and reply_type
+if (process.env.HTTP_TEST_HANDSHAKE === '1') {
+  const challenge = `chal_${run}`;
+  const body = JSON.stringify({ token: 'legacy', challenge, type: 'url_verification' });
+  const ts = String(Math.floor(Date.now() / 1000));
+  const sig = 'v0=' + crypto.createHmac('sha256', SECRETS.slack).update(`v0:${ts}:${body}`).digest('hex');
+  const headers = { 'Content-Type': 'application/json', 'X-Slack-Request-Timestamp': ts, 'X-Slack-Signature': sig };
+  const a = await post('slack', body, headers);
+  // What the database answers to the same request, called directly.
+  const direct = (await db.query(
+    `SELECT status, http_status, reply, reply_type FROM webhook_idem.apply_event(
+       source => 'slack', body => convert_to($1, 'UTF8'), headers => $2::jsonb, url => NULL, method => 'POST')`,
+    [body, JSON.stringify(headers)])).rows[0];
+  check('slack handshake: status handshake (direct call)', direct.status === 'handshake', direct);
+  check('slack handshake: HTTP 200', a.code === 200, a.code);
+  check('slack handshake: the reply is the body', a.text === direct.reply && a.text.includes(challenge), a.text);
+  check('slack handshake: reply_type is the Content-Type', a.type === direct.reply_type, a.type);
+  check('slack handshake: nothing recorded', (await db.query(
+    "SELECT count(*)::int AS n FROM webhook_idem.events WHERE source = 'slack'")).rows[0].n === 0);
+
+  // Meta's subscription check: a GET whose query carries the challenge (the
+  // layer must pass the method and the URL with its query).
+  const query = `hub.mode=subscribe&hub.challenge=${Date.now()}&hub.verify_token=meta-http-test-verify-token`;
+  const res = await fetch(`${base}/webhooks/meta?${query}`);
+  const text = await res.text();
+  check('meta GET handshake: HTTP 200', res.status === 200, res.status);
+  check('meta GET handshake: the challenge is the body', text === new URLSearchParams(query).get('hub.challenge'), text);
+  check('meta GET handshake: text/plain', res.headers.get('content-type') === 'text/plain', res.headers.get('content-type'));
+  const wrong = await fetch(`${base}/webhooks/meta?${query.replace('verify-token', 'other-token')}`);
+  check('meta GET handshake, wrong verify token: HTTP 401', wrong.status === 401, wrong.status);
+} else {
+  console.log(`  ${layer}: handshake check skipped (HTTP_TEST_HANDSHAKE=1 enables it)`);
+}
+
+await db.end();
+console.log(`http ${layer}: ${checks - failures} of ${checks} checks passed`);
+process.exit(failures ? 1 : 0);
