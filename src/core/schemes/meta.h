@@ -1,0 +1,28 @@
+/*
+ * meta.h - Meta's (WhatsApp, Instagram, Messenger) subscription check,
+ * exposed for its tests and fuzz target.
+ */
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace wi {
+
+/* The hub.* parameters of a verification request's query, decoded. */
+struct MetaSubscription {
+  std::optional<std::string> mode;         /* hub.mode */
+  std::optional<std::string> challenge;    /* hub.challenge */
+  std::optional<std::string> verify_token; /* hub.verify_token */
+};
+
+/* Reads the query of url (after the first '?', up to a '#'; url may be
+ * absolute or only a path) as a form (wi::ParseForm: '+' is a space, %XX a
+ * byte). False, with out unset, when there is no query, when it is not
+ * well formed, or when one of the three parameters is given more than once
+ * (a framework would then see a list, never equal to one value). Throws
+ * only std::bad_alloc. */
+bool ParseMetaSubscription(std::string_view url, MetaSubscription *out);
+
+}  // namespace wi
