@@ -33,10 +33,10 @@
 namespace wi {
 
 bool ParseMetaSubscription(std::string_view url, MetaSubscription *out) {
+  url = url.substr(0, url.find('#')); /* a '?' in the fragment is not a query */
   size_t q = url.find('?');
   if (q == std::string_view::npos) return false;
   std::string_view query = url.substr(q + 1);
-  query = query.substr(0, query.find('#'));
   Form form;
   if (!ParseForm(query, &form)) return false;
   MetaSubscription parsed;

@@ -17,7 +17,7 @@ struct MetaSubscription {
   std::optional<std::string> verify_token; /* hub.verify_token */
 };
 
-/* Reads the query of url (after the first '?', up to a '#'; url may be
+/* Reads the query of url (after the first '?' before any '#'; url may be
  * absolute or only a path) as a form (wi::ParseForm: '+' is a space, %XX a
  * byte). False, with out unset, when there is no query, when it is not
  * well formed, or when one of the three parameters is given more than once
