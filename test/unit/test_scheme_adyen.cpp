@@ -148,9 +148,11 @@ TEST(SchemeAdyen, SchemeShape) {
   EXPECT_STREQ(s->event_id.primary, "$.NotificationRequestItem.pspReference");
   EXPECT_STREQ(s->event_id.suffix, "$.NotificationRequestItem.eventCode");
   ASSERT_EQ(s->n_item_fields, 9u);
-  EXPECT_STREQ(s->item_fields[4], "$.NotificationRequestItem.amount.value");
+  EXPECT_STREQ(s->item_fields[4],
+               "strict $.NotificationRequestItem.amount.value ? (@ != null)");
   EXPECT_STREQ(s->item_fields[8],
-               "$.NotificationRequestItem.additionalData.hmacSignature");
+               "strict $.NotificationRequestItem.additionalData.hmacSignature"
+               " ? (@ != null)");
   EXPECT_NE(s->verify_item, nullptr);
   EXPECT_EQ(s->handshake, nullptr);
 }

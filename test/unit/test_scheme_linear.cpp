@@ -169,7 +169,7 @@ TEST(SchemeLinear, SchemeShape) {
   ASSERT_NE(s, nullptr);
   EXPECT_STREQ(s->event_id.primary, "header:Linear-Delivery");
   ASSERT_EQ(s->n_body_fields, 2u);
-  EXPECT_STREQ(s->body_fields[0], "$.webhookTimestamp");
-  EXPECT_STREQ(s->body_fields[1], "$.webhookTimestamp.type()");
+  EXPECT_STREQ(s->body_fields[0], "strict $.webhookTimestamp");
+  EXPECT_STREQ(s->body_fields[1], "strict $.webhookTimestamp.type()");
   EXPECT_EQ(s->handshake, nullptr);
 }

@@ -213,6 +213,6 @@ TEST(SchemeSlack, EventsAreNotHandshakes) {
   const wi::Scheme *s = wi::FindScheme("slack");
   ASSERT_NE(s, nullptr);
   ASSERT_EQ(s->n_body_fields, 2u);
-  EXPECT_STREQ(s->body_fields[0], "$.type");
-  EXPECT_STREQ(s->body_fields[1], "$.challenge");
+  EXPECT_STREQ(s->body_fields[0], "strict $.type");
+  EXPECT_STREQ(s->body_fields[1], "strict $.challenge");
 }

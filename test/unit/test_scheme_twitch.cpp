@@ -230,5 +230,5 @@ TEST(SchemeTwitch, SchemeShape) {
   EXPECT_STREQ(s->event_id.primary, "header:Twitch-Eventsub-Message-Id");
   EXPECT_EQ(s->event_id.fallback, nullptr);
   ASSERT_EQ(s->n_body_fields, 1u);
-  EXPECT_STREQ(s->body_fields[0], "$.challenge");
+  EXPECT_STREQ(s->body_fields[0], "strict $.challenge");
 }

@@ -192,8 +192,8 @@ TEST(SchemeZoom, SchemeShape) {
   EXPECT_STREQ(s->event_id.primary, "$.payload.object.uuid");
   EXPECT_STREQ(s->event_id.fallback, "sha256");
   ASSERT_EQ(s->n_body_fields, 2u);
-  EXPECT_STREQ(s->body_fields[0], "$.event");
-  EXPECT_STREQ(s->body_fields[1], "$.payload.plainToken");
+  EXPECT_STREQ(s->body_fields[0], "strict $.event");
+  EXPECT_STREQ(s->body_fields[1], "strict $.payload.plainToken");
   EXPECT_NE(s->handshake, nullptr);
   EXPECT_EQ(s->unsigned_handshake, nullptr);
 }

@@ -4,16 +4,17 @@
  * and each item carries its own signature in additionalData.hmacSignature:
  * the base64 HMAC-SHA256 of its signing string (AdyenSigningString) keyed
  * with the hex-decoded HMAC key. The request itself is not signed, so
- * verify() finds every request valid and verify_item decides each item;
- * an item that fails is refused on its own (the batch's answer then makes
- * Adyen retry it).
+ * verify() finds every request valid and verify_item decides each item
+ * (src/pg accepts the request only when every item verifies: a forged item
+ * gets the whole request refused, and Adyen, or whoever sent it, retries).
  *
  * As adyen-node-api-library's HmacValidator (src/utils/hmacValidator.ts:
  * calculateHmac, validateHMAC, getDataToSign) decides:
  * - the key is Buffer.from(key, "hex"); here it must be whole hex digits
  *   (checked when the source is registered);
  * - the signing string is the eight values joined by ':' (Array.join: an
- *   absent value is ""), numbers and booleans as written;
+ *   absent or null value is ""), numbers and booleans as written (jsonb's
+ *   spelling: Adyen's amounts are integers in minor units);
  * - a missing or empty hmacSignature refuses the item ("Missing
  *   hmacSignature": missing_signature);
  * - the signature must have the expected text's length, and its base64
@@ -50,18 +51,22 @@ std::string AdyenSigningString(const std::optional<std::string_view> *fields,
 
 namespace {
 
-/* Item fields, relative to one element of $.notificationItems[*]. */
+/* Item fields, relative to one element of $.notificationItems[*]: strict
+ * (an item that is an array has none of them, as item.NotificationRequestItem
+ * would not), and a JSON null is absent (Array.join writes null as ""). */
+#define ADYEN_FIELD(path) "strict $.NotificationRequestItem." path " ? (@ != null)"
 const char *const kAdyenItemFields[] = {
-    "$.NotificationRequestItem.pspReference",
-    "$.NotificationRequestItem.originalReference",
-    "$.NotificationRequestItem.merchantAccountCode",
-    "$.NotificationRequestItem.merchantReference",
-    "$.NotificationRequestItem.amount.value",
-    "$.NotificationRequestItem.amount.currency",
-    "$.NotificationRequestItem.eventCode",
-    "$.NotificationRequestItem.success",
-    "$.NotificationRequestItem.additionalData.hmacSignature",
+    ADYEN_FIELD("pspReference"),
+    ADYEN_FIELD("originalReference"),
+    ADYEN_FIELD("merchantAccountCode"),
+    ADYEN_FIELD("merchantReference"),
+    ADYEN_FIELD("amount.value"),
+    ADYEN_FIELD("amount.currency"),
+    ADYEN_FIELD("eventCode"),
+    ADYEN_FIELD("success"),
+    ADYEN_FIELD("additionalData.hmacSignature"),
 };
+#undef ADYEN_FIELD
 static_assert(sizeof(kAdyenItemFields) / sizeof(kAdyenItemFields[0]) ==
               kAdyenSignatureField + 1);
 

@@ -57,8 +57,8 @@ Verdict LinearTimestampVerdict(const VerifyRequest &req,
 namespace {
 
 /* Body fields: the signed timestamp and its JSON type. */
-const char *const kLinearFields[] = {"$.webhookTimestamp",
-                                     "$.webhookTimestamp.type()"};
+const char *const kLinearFields[] = {"strict $.webhookTimestamp",
+                                     "strict $.webhookTimestamp.type()"};
 
 Verdict VerifyLinear(const VerifyRequest &req) {
   std::optional<std::string_view> sig =

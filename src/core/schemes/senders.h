@@ -3,6 +3,11 @@
  * zoom, twitch, linear, gitlab, meta, adyen, and slack's handshake): body
  * values by index, token comparison that hides lengths, fixed provider
  * windows in milliseconds, and handshake replies.
+ *
+ * Their body_fields and item_fields are strict JSON paths ("strict $.type"):
+ * src/pg evaluates them as written, and in lax mode a body that is an array
+ * would yield its elements' members, which the SDKs' JSON.parse(body).type
+ * never sees.
  */
 #pragma once
 

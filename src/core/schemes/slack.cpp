@@ -46,7 +46,7 @@ Verdict VerifySlack(const VerifyRequest &req) {
 }
 
 /* Body fields: the Events API's type and the url_verification challenge. */
-const char *const kSlackFields[] = {"$.type", "$.challenge"};
+const char *const kSlackFields[] = {"strict $.type", "strict $.challenge"};
 
 bool SlackHandshake(const VerifyRequest &req, HandshakeReply *out) {
   std::optional<std::string_view> type = BodyField(req, 0);

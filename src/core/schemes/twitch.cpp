@@ -126,7 +126,7 @@ bool ParseRfc3339(std::string_view text, int64_t *usec) noexcept {
 namespace {
 
 /* Body fields: the verification's challenge. */
-const char *const kTwitchFields[] = {"$.challenge"};
+const char *const kTwitchFields[] = {"strict $.challenge"};
 
 Verdict VerifyTwitch(const VerifyRequest &req) {
   std::optional<std::string_view> id =

@@ -56,7 +56,8 @@ std::optional<size_t> ZoomVerifyingSecret(const VerifyRequest &req,
 namespace {
 
 /* Body fields: the event's name and the validation's plain token. */
-const char *const kZoomFields[] = {"$.event", "$.payload.plainToken"};
+const char *const kZoomFields[] = {"strict $.event",
+                                   "strict $.payload.plainToken"};
 
 Verdict VerifyZoom(const VerifyRequest &req) {
   ZoomHeaders h;
