@@ -2,8 +2,8 @@
  * fuzz_hubspot_header.cpp - libFuzzer target for HubSpot's v3 headers: the
  * input is "<timestamp>\n<signature>\n<method>\n<url>" (missing parts
  * empty). Any of it must verify without failing; a request genuinely signed
- * over the fuzzed timestamp, method and URL verifies exactly when the
- * timestamp is a decimal integer at most 5 minutes old.
+ * over the fuzzed timestamp's number, method and URL verifies exactly when
+ * the timestamp is a decimal integer at most 5 minutes old.
  */
 #include <cstddef>
 #include <cstdint>
@@ -49,16 +49,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   req.n_headers = 2;
   fuzz::Verify(s, req, &v);
 
-  /* Genuinely signed over the (trimmed) fuzzed timestamp. */
+  /* Genuinely signed over the fuzzed timestamp's number (its text when it
+   * is not one). */
   std::string_view t = wi::TrimSpaces(ts);
+  int64_t ms;
+  bool parses = wi::ParseHubspotTimestamp(t, &ms);
+  std::string signed_ts = parses ? std::to_string(ms) : std::string(t);
   std::string good = fuzz::Base64Hmac(wi::Algorithm::kSha256, "hs-fuzz-secret",
-                                      {method, url, body, t});
+                                      {method, url, body, signed_ts});
   wi::Header signed_headers[] = {{"X-HubSpot-Request-Timestamp", ts},
                                  {"X-HubSpot-Signature-v3", good}};
   req.headers = signed_headers;
   fuzz::Verify(s, req, &v);
-  int64_t ms;
-  bool parses = wi::ParseHubspotTimestamp(t, &ms);
   bool expect_valid = !t.empty() && !url.empty() && parses &&
                       wi::HubspotTimestampFresh(req, ms);
   FUZZ_CHECK((v == wi::Verdict::kValid) == expect_valid);

@@ -70,6 +70,8 @@ for (const d of deliveries) {
     ["url percent-decoded", { ...d, url: decodeURIComponent(d.url), headers }, [secret]],
     ["method lower-cased", { ...d, method: d.method.toLowerCase(), headers }, [secret]],
     ["method changed", { ...d, method: d.method === "POST" ? "PUT" : "POST", headers }, [secret]],
+    ["timestamp with a leading zero", { ...d, headers: { ...headers, "X-HubSpot-Request-Timestamp": "0" + ts } }, [secret]],
+    ["timestamp one ms later", { ...d, headers: { ...headers, "X-HubSpot-Request-Timestamp": String(ts + 1) } }, [secret]],
   ];
   for (const [name, req, secrets] of variants) {
     const valid = secrets.some((s) => judge(s, req, now));

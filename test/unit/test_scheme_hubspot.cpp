@@ -98,6 +98,23 @@ TEST(SchemeHubspot, UrlUsedExactlyAsGiven) {
   EXPECT_EQ(Verify(d), Verdict::kSignatureMismatch);
 }
 
+// The timestamp is signed as the number it is (Node signs
+// String(Number(header))): a leading zero or plus sign names the same stamp.
+TEST(SchemeHubspot, TimestampSignedAsItsNumber) {
+  for (const char *ts : {"015000000", "+15000000", " 15000000 "}) {
+    SenderDelivery d = Documented();
+    d.SetHeader("X-HubSpot-Request-Timestamp", ts);
+    EXPECT_EQ(Verify(d), Verdict::kValid) << ts;
+  }
+  // A signature over the header's other spelling does not verify.
+  SenderDelivery d = Documented();
+  d.SetHeader("X-HubSpot-Request-Timestamp", "015000000");
+  d.SetHeader("X-HubSpot-Signature-v3",
+              wi_test::Base64Hmac(wi::Algorithm::kSha256, kSecret,
+                                  {"POST", kUrl, kBody, "015000000"}));
+  EXPECT_EQ(Verify(d), Verdict::kSignatureMismatch);
+}
+
 TEST(SchemeHubspot, WrongSecretAndRotation) {
   SenderDelivery d = Documented();
   d.secrets = {"zzzzzzzz-yyyy-yyyy-yyyy-yyyyyyyyyyyy"};

@@ -10,7 +10,11 @@
  *   method and the URL exactly as the caller passes them: neither SDK
  *   normalises or decodes the URL (pass the full URL HubSpot called, query
  *   included, as the HTTP layer received it);
- * - the timestamp is signed as sent, and checked for age only: refused when
+ * - the timestamp must be a decimal integer (milliseconds) and is signed as
+ *   the integer it parses to, as Node signs String(options.timestamp), the
+ *   number a receiver passes (Number(header)): "01700000000000" and
+ *   "+1700000000000" stand for 1700000000000; HubSpot sends that form;
+ * - it is checked for age only: refused when
  *   Date.now() - timestamp > 300000 ms (Node; a request exactly 5 minutes
  *   old passes, one from the future passes); hubspot-api-python refuses at
  *   300 s of whole seconds, differing only within that last second;
@@ -21,6 +25,7 @@
  */
 #include "core/schemes/hubspot.h"
 
+#include <charconv>
 #include <string>
 
 #include "core/crypto.h"
@@ -53,11 +58,15 @@ Verdict VerifyHubspot(const VerifyRequest &req) {
   if (!ParseHubspotTimestamp(*ts_text, &ts)) return Verdict::kMalformedSignature;
   if (!HubspotTimestampFresh(req, ts)) return Verdict::kTimestampOutsideTolerance;
 
+  char tbuf[24];
+  auto [end, ec] = std::to_chars(tbuf, tbuf + sizeof(tbuf), ts);
+  std::string_view t(tbuf, static_cast<size_t>(end - tbuf));
+
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
     size_t n = Hmac(Algorithm::kSha256, req.secrets[i],
-                    {req.method, *req.url, req.body, *ts_text}, mac);
+                    {req.method, *req.url, req.body, t}, mac);
     found = ConstantTimeEqual(Base64Encode(MacBytes(mac, n)), *sig);
   }
   return found ? Verdict::kValid : Verdict::kSignatureMismatch;
