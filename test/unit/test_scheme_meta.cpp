@@ -184,6 +184,14 @@ TEST(SchemeMeta, ParseSubscription) {
   EXPECT_FALSE(s.mode || s.challenge || s.verify_token);
   EXPECT_FALSE(wi::ParseMetaSubscription("https://x.test/", &s));
   EXPECT_FALSE(wi::ParseMetaSubscription("https://x.test/?hub.mode=%", &s));
+  // Absolute URLs as the WHATWG parser reads them: a space is encoded, then
+  // decoded again; not an http(s) URL, no check.
+  ASSERT_TRUE(wi::ParseMetaSubscription("https://x.test/?hub.challenge=a b", &s));
+  EXPECT_EQ(s.challenge.value_or("?"), "a b");
+  EXPECT_FALSE(wi::ParseMetaSubscription("ftp://x.test/?hub.mode=subscribe", &s));
+  EXPECT_FALSE(wi::ParseMetaSubscription("hub.mode=subscribe?hub.challenge=1", &s));
+  ASSERT_TRUE(wi::ParseMetaSubscription("/w?hub.mode=subscribe#?hub.challenge=1", &s));
+  EXPECT_FALSE(s.challenge);
 }
 
 // The verified path: a POST's handshake() is not defined (changes are

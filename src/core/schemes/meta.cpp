@@ -25,6 +25,7 @@
 
 #include "core/crypto.h"
 #include "core/form.h"
+#include "core/url.h"
 #include "core/scheme.h"
 #include "core/schemes/senders.h"
 #include "core/schemes/shared.h"
@@ -33,10 +34,20 @@
 namespace wi {
 
 bool ParseMetaSubscription(std::string_view url, MetaSubscription *out) {
-  url = url.substr(0, url.find('#')); /* a '?' in the fragment is not a query */
-  size_t q = url.find('?');
-  if (q == std::string_view::npos) return false;
-  std::string_view query = url.substr(q + 1);
+  /* An absolute URL is parsed as the WHATWG URL Standard does (wi::url); a
+   * path with a query, as a framework's request.url gives it, is split at
+   * its first '?' before any '#' (a '?' in the fragment is no query). */
+  WebUrl web;
+  std::string_view query;
+  if (!url.empty() && url.front() == '/') {
+    url = url.substr(0, url.find('#'));
+    size_t q = url.find('?');
+    if (q == std::string_view::npos) return false;
+    query = url.substr(q + 1);
+  } else {
+    if (!ParseWebUrl(url, &web) || !web.query) return false;
+    query = *web.query;
+  }
   Form form;
   if (!ParseForm(query, &form)) return false;
   MetaSubscription parsed;

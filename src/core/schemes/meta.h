@@ -17,12 +17,13 @@ struct MetaSubscription {
   std::optional<std::string> verify_token; /* hub.verify_token */
 };
 
-/* Reads the query of url (after the first '?' before any '#'; url may be
- * absolute or only a path) as a form (wi::ParseForm: '+' is a space, %XX a
- * byte). False, with out unset, when there is no query, when it is not
- * well formed, or when one of the three parameters is given more than once
- * (a framework would then see a list, never equal to one value). Throws
- * only std::bad_alloc. */
+/* Reads the query of url as a form (wi::ParseForm: '+' is a space, %XX a
+ * byte). An absolute http(s) URL is parsed by wi::ParseWebUrl (WHATWG); a
+ * path ("/hook?...") is split at its first '?' before any '#'. False, with
+ * out unset, when there is no query, when the URL or the query is not well
+ * formed, or when one of the three parameters is given more than once (a
+ * framework would then see a list, never equal to one value). Throws only
+ * std::bad_alloc. */
 bool ParseMetaSubscription(std::string_view url, MetaSubscription *out);
 
 }  // namespace wi
