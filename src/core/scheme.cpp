@@ -20,6 +20,13 @@ extern const Scheme kPaddleScheme;
 extern const Scheme kSquareScheme;
 extern const Scheme kDiscordScheme;
 extern const Scheme kSendgridScheme;
+extern const Scheme kHubspotScheme;
+extern const Scheme kZoomScheme;
+extern const Scheme kTwitchScheme;
+extern const Scheme kLinearScheme;
+extern const Scheme kGitlabScheme;
+extern const Scheme kMetaScheme;
+extern const Scheme kAdyenScheme;
 extern const Scheme kHmacScheme;
 extern const Scheme kNoneScheme;
 
@@ -36,6 +43,13 @@ const Scheme *const kSchemes[] = {
     &kSquareScheme,
     &kDiscordScheme,
     &kSendgridScheme,
+    &kHubspotScheme,
+    &kZoomScheme,
+    &kTwitchScheme,
+    &kLinearScheme,
+    &kGitlabScheme,
+    &kMetaScheme,
+    &kAdyenScheme,
     &kHmacScheme,
     &kNoneScheme,
 };

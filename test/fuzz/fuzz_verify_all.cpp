@@ -6,10 +6,16 @@
  *   @now=<seconds>   @now_us=<microseconds>   @tol=<seconds>
  *   @secret=<text>   (up to 4; each scheme gets those its CheckSecret accepts)
  *   @url=<text>      @hmac=<header>|<algorithm>|<encoding>|<prefix>
+ *   @method=<text>   @token=<text> (the verify token)
+ *   @field=<text>    (up to 9: the body or item values, in order; "@field"
+ *                    alone is an absent one)
  *   <Name>: <value>  (up to 16 headers; anything else is ignored)
  *
  * A call must succeed and give a known verdict. The one tolerated failure is
- * 22023 (misuse) when the scheme was given no usable secret or no URL.
+ * 22023 (misuse) when the scheme was given no usable secret or no URL. Each
+ * scheme's handshakes (verified and unsigned) and item verifier run on the
+ * same request and must succeed, an answered handshake with one or two
+ * members.
  */
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +34,7 @@ namespace {
 using fuzz::kUsec;
 constexpr size_t kMaxHeaders = 16;
 constexpr size_t kMaxSecrets = 4;
+constexpr size_t kMaxFields = 9;
 
 /* Secrets every scheme is offered besides the fuzzed ones: a plain one, a
  * Standard-Webhooks shaped one (whsec_ + base64 of 24 bytes), public keys:
@@ -50,6 +57,9 @@ struct Parsed {
   int64_t tolerance_usec = 300 * kUsec;
   std::string_view hmac_spec;
   bool has_hmac = false;
+  std::string_view method = "POST";
+  std::string_view verify_token;
+  std::vector<std::optional<std::string_view>> fields;
 };
 
 bool StartsWith(std::string_view s, std::string_view p) {
@@ -80,6 +90,15 @@ Parsed Parse(std::string_view in) {
       if (p.secrets.size() < kMaxSecrets) p.secrets.push_back(line.substr(8));
     } else if (StartsWith(line, "@url=")) {
       p.url = line.substr(5);
+    } else if (StartsWith(line, "@method=")) {
+      p.method = line.substr(8);
+    } else if (StartsWith(line, "@token=")) {
+      p.verify_token = line.substr(7);
+    } else if (StartsWith(line, "@field")) {
+      if (p.fields.size() < kMaxFields)
+        p.fields.push_back(StartsWith(line, "@field=")
+                               ? std::optional<std::string_view>(line.substr(7))
+                               : std::nullopt);
     } else if (StartsWith(line, "@hmac=")) {
       p.hmac_spec = line.substr(6);
       p.has_hmac = true;
@@ -124,6 +143,16 @@ void RunOne(const wi::Scheme *s, const wi::VerifyRequest &req,
   if (v > wi::Verdict::kTimestampOutsideTolerance)
     fuzz::Fail(s, "unknown verdict");
   if (std::strlen(wi::VerdictName(v)) == 0) fuzz::Fail(s, "empty verdict name");
+  wi::Status st;
+  for (bool verified : {true, false}) {
+    wi::HandshakeReply out;
+    bool answered = false;
+    if (!wi::api::Handshake(s, req, verified, &out, &answered, &st))
+      fuzz::Fail(s, "handshake failed", st);
+    if (answered && (out.n_members < 1 || out.n_members > 2))
+      fuzz::Fail(s, "handshake reply without members");
+  }
+  if (!wi::api::VerifyItem(s, req, &v, &st)) fuzz::Fail(s, "verify_item failed", st);
 }
 
 }  // namespace
@@ -154,6 +183,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     req.secrets = secrets.data();
     req.n_secrets = secrets.size();
     req.hmac = hmac;
+    req.method = p.method;
+    req.verify_token = p.verify_token;
+    req.fields = p.fields.data();
+    req.n_fields = p.fields.size();
     bool misuse_allowed = !p.url.has_value() ||
                           (s->needs_secrets && secrets.empty());
     RunOne(s, req, misuse_allowed);

@@ -1,5 +1,6 @@
 /*
- * test_scheme_slack.cpp - the "slack" scheme through wi::api::Verify.
+ * test_scheme_slack.cpp - the "slack" scheme through wi::api::Verify, and
+ * its url_verification handshake through wi::api::Handshake.
  */
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "core_test_util.h"
+#include "sender_test_util.h"
 
 namespace {
 
@@ -150,4 +152,67 @@ TEST(SchemeSlack, EventIdDefault) {
   const wi::Scheme *scheme = wi::FindScheme("slack");
   ASSERT_NE(scheme, nullptr);
   EXPECT_STREQ(scheme->event_id.primary, "$.event_id");
+}
+
+/* ---- url_verification (Events API endpoint check) ---- */
+
+namespace {
+
+/* The Events API's url_verification request (docs.slack.dev, "The Events
+ * API: url_verification"), signed as Slack signs it. */
+wi_test::SenderDelivery UrlVerification(const std::string &type = "url_verification") {
+  wi_test::SenderDelivery d;
+  d.body = "{\"token\":\"Jhj5dZrVaK7ZwHHjRyZWjbDl\",\"challenge\":"
+           "\"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P\","
+           "\"type\":\"" + type + "\"}";
+  d.secrets = {kSigningSecret};
+  d.now_sec = 1700000000;
+  d.headers = {{"X-Slack-Request-Timestamp", "1700000000"},
+               {"X-Slack-Signature",
+                "v0=" + wi_test::HexHmac(wi::Algorithm::kSha256, kSigningSecret,
+                                         {"v0:1700000000:", d.body})}};
+  d.fields = {type, std::string("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P")};
+  return d;
+}
+
+}  // namespace
+
+TEST(SchemeSlack, UrlVerificationGenuine) {
+  wi_test::SenderResult r = wi_test::VerifiedHandshake("slack", UrlVerification());
+  EXPECT_EQ(r.verdict, wi::Verdict::kValid);
+  ASSERT_TRUE(r.answered);
+  EXPECT_FALSE(r.reply_json);
+  EXPECT_EQ(r.ReplyText(), "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P");
+}
+
+TEST(SchemeSlack, UrlVerificationForged) {
+  wi_test::SenderDelivery d = UrlVerification();
+  d.secrets = {"not the signing secret"};
+  wi_test::SenderResult r = wi_test::VerifiedHandshake("slack", d);
+  EXPECT_EQ(r.verdict, wi::Verdict::kSignatureMismatch);
+  EXPECT_FALSE(r.answered);
+  d = UrlVerification();
+  d.now_sec += 301; /* a replayed check is out of the window */
+  r = wi_test::VerifiedHandshake("slack", d);
+  EXPECT_EQ(r.verdict, wi::Verdict::kTimestampOutsideTolerance);
+  EXPECT_FALSE(r.answered);
+  r = wi_test::RunCall("slack", UrlVerification(), wi_test::Call::kHandshakeUnsigned);
+  ASSERT_TRUE(r.ok);
+  EXPECT_FALSE(r.answered);
+}
+
+TEST(SchemeSlack, EventsAreNotHandshakes) {
+  wi_test::SenderResult r = wi_test::VerifiedHandshake("slack", UrlVerification("event_callback"));
+  EXPECT_EQ(r.verdict, wi::Verdict::kValid);
+  EXPECT_FALSE(r.answered);
+  wi_test::SenderDelivery d = UrlVerification();
+  d.fields[1].reset();
+  EXPECT_FALSE(wi_test::VerifiedHandshake("slack", d).answered);
+  d.fields.clear(); /* a form body (slash command): no JSON fields */
+  EXPECT_FALSE(wi_test::VerifiedHandshake("slack", d).answered);
+  const wi::Scheme *s = wi::FindScheme("slack");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->n_body_fields, 2u);
+  EXPECT_STREQ(s->body_fields[0], "strict $.type");
+  EXPECT_STREQ(s->body_fields[1], "strict $.challenge");
 }

@@ -4,11 +4,17 @@
  * given. As in slack_sdk's SignatureVerifier, the timestamp is checked first
  * and in both directions, the timestamp is signed as it was sent, and the
  * whole "v0=<hex>" text is compared in constant time.
+ *
+ * Handshake: a verified JSON body whose "type" is "url_verification" (the
+ * Events API's endpoint check, which Slack signs like any event) is answered
+ * with its "challenge" as text/plain, as Bolt's receivers answer it; it
+ * records nothing and runs no handler.
  */
 #include <string>
 
 #include "core/crypto.h"
 #include "core/scheme.h"
+#include "core/schemes/senders.h"
 #include "core/schemes/shared.h"
 #include "core/cpp_only.h"
 
@@ -39,10 +45,30 @@ Verdict VerifySlack(const VerifyRequest &req) {
   return found ? Verdict::kValid : Verdict::kSignatureMismatch;
 }
 
+/* Body fields: the Events API's type and the url_verification challenge. */
+const char *const kSlackFields[] = {"strict $.type", "strict $.challenge"};
+
+bool SlackHandshake(const VerifyRequest &req, HandshakeReply *out) {
+  std::optional<std::string_view> type = BodyField(req, 0);
+  std::optional<std::string_view> challenge = BodyField(req, 1);
+  if (!type || *type != "url_verification" || !challenge) return false;
+  TextReply(out, *challenge);
+  return true;
+}
+
 }  // namespace
 
 extern const Scheme kSlackScheme = {
-    "slack", true, {"$.event_id", nullptr}, VerifySlack, nullptr,
+    "slack",
+    true,
+    {"$.event_id", nullptr},
+    VerifySlack,
+    nullptr,
+    false,
+    nullptr,
+    kSlackFields,
+    sizeof(kSlackFields) / sizeof(kSlackFields[0]),
+    SlackHandshake,
 };
 
 }  // namespace wi
