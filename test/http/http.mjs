@@ -8,9 +8,8 @@
 // Usage: node http.mjs <layer name> <base url>
 // The PG* environment points at the test cluster as a superuser (for the
 // side table, the queue and the direct comparison of handshakes).
-// HTTP_TEST_HANDSHAKE=1 also checks Slack's url_verification and Meta's GET
-// subscription check (enable once those handshakes are on main; run.sh then
-// registers the meta source from handshake.sql).
+// Handshakes: Slack's url_verification and Meta's GET subscription check
+// (run.sh registers the meta source from handshake.sql).
 import crypto from 'node:crypto';
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
@@ -207,7 +206,7 @@ function standardDelivery(id, payload) {
 }
 
 // ---- a handshake: Slack's url_verification, answered with reply and reply_type
-if (process.env.HTTP_TEST_HANDSHAKE === '1') {
+{
   const challenge = `chal_${run}`;
   const body = JSON.stringify({ token: 'legacy', challenge, type: 'url_verification' });
   const ts = String(Math.floor(Date.now() / 1000));
@@ -236,8 +235,6 @@ if (process.env.HTTP_TEST_HANDSHAKE === '1') {
   check('meta GET handshake: text/plain', res.headers.get('content-type') === 'text/plain', res.headers.get('content-type'));
   const wrong = await fetch(`${base}/webhooks/meta?${query.replace('verify-token', 'other-token')}`);
   check('meta GET handshake, wrong verify token: HTTP 401', wrong.status === 401, wrong.status);
-} else {
-  console.log(`  ${layer}: handshake check skipped (HTTP_TEST_HANDSHAKE=1 enables it)`);
 }
 
 await db.end();

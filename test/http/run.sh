@@ -6,9 +6,7 @@
 # checks against both layers. Fails if any check fails.
 #
 # Run under pg_virtualenv with webhook_idem installed (make http does both);
-# PG* points at the cluster as a superuser. HTTP_TEST_HANDSHAKE=1 adds the
-# handshake checks (Slack's url_verification, Meta's GET subscription check:
-# enable once those schemes' handshakes are on main).
+# PG* points at the cluster as a superuser.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -22,9 +20,7 @@ done
 
 password=$(openssl rand -hex 12)
 psql -X -q -d postgres -v password="$password" -f "$here/setup.sql" >/dev/null
-if [ "${HTTP_TEST_HANDSHAKE:-}" = 1 ]; then
-	psql -X -q -d postgres -f "$here/handshake.sql" >/dev/null
-fi
+psql -X -q -d postgres -f "$here/handshake.sql" >/dev/null
 
 work=$(mktemp -d)
 pids=()
