@@ -10,6 +10,7 @@
  * one-second timeout finds retries and expired leases), and the postmaster
  * restarts them after a crash.
  */
+#include "pg/forward.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 
@@ -167,13 +168,17 @@ webhook_idem_worker_main(Datum main_arg)
 		ClearWakeup();
 		/* Work while there is work; between events the latch is not
 		 * waited on. */
-		while (ClaimOne(&id, &attempt, &ready))
+		for (int n = 1; ClaimOne(&id, &attempt, &ready); n++)
 		{
 			ApplyOne(id, attempt);
 			CHECK_FOR_INTERRUPTS();
+			if (n % 100 == 0)
+				ForwardInWorker();	/* the relay, between events too */
 		}
 		if (!ready)
 			wait_ms = 10 * WI_IDLE_MS;	/* the extension is not installed (yet) */
+		else
+			ForwardInWorker();	/* the relay (forward.cpp) */
 		pgstat_report_stat(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms,
 						 PG_WAIT_EXTENSION);

@@ -4,6 +4,8 @@
  */
 #include "pg/event_store.h"
 
+#include "pg/forward.h"
+
 static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lock_skip_plan = NULL;
@@ -161,7 +163,11 @@ InsertEvent(const EventRow *row)
 	if (stored.last_error != NULL)
 		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
 	if (InsertEventDirect(&stored))
+	{
+		if (stored.status == WI_APPLIED)
+			ForwardAppliedEvent(stored.id, stored.source);	/* the relay's outbox */
 		return;
+	}
 
 	if (insert_plan == NULL)
 	{
@@ -189,6 +195,8 @@ InsertEvent(const EventRow *row)
 	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
+	if (stored.status == WI_APPLIED)
+		ForwardAppliedEvent(stored.id, stored.source);	/* the relay's outbox */
 }
 
 void
@@ -277,6 +285,8 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+	if (status == WI_APPLIED && SPI_processed > 0)
+		ForwardAppliedEvent(id, NULL);	/* the relay's outbox */
 }
 
 void
