@@ -30,6 +30,7 @@ PG_FUNCTION_INFO_V1(webhook_idem_forward_pending);
 }
 
 int			wi_forward_timeout_ms = 5000;
+bool		wi_forward_in_workers = true;
 
 void
 DefineForwardSettings(void)
@@ -38,6 +39,9 @@ DefineForwardSettings(void)
 							"Longest a forwarded request may take (pg_net's timeout); past it the attempt has failed.",
 							NULL, &wi_forward_timeout_ms, 5000, 100, 300000,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_idem.forward_in_workers",
+							 "Whether the in-database workers send forwards (off: call forward_pending() yourself).",
+							 NULL, &wi_forward_in_workers, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
 }
 
 /* --- the forwarding sources, per backend ------------------------------ */
@@ -605,6 +609,8 @@ ForwardInWorker(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
+	if (!wi_forward_in_workers)
+		return;
 	PG_TRY();
 	{
 		Oid			pg_net;

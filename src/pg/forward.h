@@ -10,6 +10,10 @@
 /* Longest a forwarded request may take (ms, webhook_idem.forward_timeout). */
 extern int	wi_forward_timeout_ms;
 
+/* Whether the in-database workers run the sender
+ * (webhook_idem.forward_in_workers). */
+extern bool wi_forward_in_workers;
+
 /* Defines the relay's settings (from _PG_init). */
 void		DefineForwardSettings(void);
 

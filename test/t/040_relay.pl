@@ -12,7 +12,8 @@
 #  3. kill -9 of pg_net's worker (a crash restart) after the forwards were
 #     committed and handed to pg_net, before pg_net sent them: nothing is
 #     lost (pg_net's unlogged queue is gone: sent again), and no response
-#     of the new life is taken for a request of the old one;
+#     of the new life (another pg_net user's, under the same request ids)
+#     is taken for a request of the old one;
 #  4. a downstream that never answers: timeouts until dead, then replay;
 #  5. a burst of 1,000 events.
 # Skipped when pg_net is not installed (scripts/pg_net.sh builds it).
@@ -215,49 +216,70 @@ is_deeply([ map { $_->{answer} } received_for('/flaky', 'flaky-1') ],
 	[ 500, 500, 500, 200 ], 'retried after each 500, until the 200');
 
 # ---------------------------------------------------------------------
-# 3. kill -9 between commit and send. A blocker request to /hang (which
-# does not answer) is sent with a 60 s timeout: pg_net's worker waits on
-# it, so the forwards committed next stay in pg_net's (unlogged) queue.
+# 3. kill -9 between commit and send. The sender runs from this session
+# here (forward_pending), so that nothing settles the old forwards before
+# another user of pg_net has had requests answered under the new life's
+# ids. A blocker request to /hang (which does not answer) is sent with a
+# 60 s timeout: pg_net's worker waits on it, so the forwards handed to
+# pg_net next stay in its (unlogged) queue.
 $node->safe_psql('postgres',
-	"ALTER SYSTEM SET webhook_idem.forward_timeout = '60s'; SELECT pg_reload_conf()");
+	"ALTER SYSTEM SET webhook_idem.forward_in_workers = off; SELECT pg_reload_conf()");
 sleep 2;    # the workers read the new setting
 is(deliver('up_block', 'blocker'), 'applied', 'the blocker applied');
+is( $node->safe_psql('postgres',
+		"SET webhook_idem.forward_timeout = '60s'; SELECT webhook_idem.forward_pending()"),
+	'1', 'the blocker is handed to pg_net');
 ok( wait_for(sub { scalar(received_for('/hang', 'blocker')) > 0 }, 30),
 	'pg_net is sending the blocker (the downstream holds it)');
 $node->safe_psql('postgres',
-	"ALTER SYSTEM RESET webhook_idem.forward_timeout; SELECT pg_reload_conf()");
-$node->safe_psql('postgres',
 	"SELECT webhook_idem.apply_event('up_ok', convert_to(format('{\"id\": \"crash-%s\"}', g), 'UTF8'))"
 	  . " FROM generate_series(1, 30) g");
-ok( wait_for(
-		sub {
-			$node->safe_psql(
-				'postgres', q{
+is($node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()'),
+	'30', 'the 30 forwards are handed to pg_net');
+is( $node->safe_psql(
+		'postgres', q{
 SELECT count(*) FROM webhook_idem.forwards f
   JOIN net.http_request_queue q ON q.id = f.request_id
- WHERE f.event_id LIKE 'crash-%' AND f.status = 'sending'}) eq '30';
-		},
-		30),
-	'the 30 forwards are committed and handed to pg_net, not sent yet');
+ WHERE f.event_id LIKE 'crash-%' AND f.status = 'sending'}),
+	'30', 'committed, and waiting in pg_net\'s queue');
 is(scalar(grep { $_->{headers}{'webhook-id'} =~ /^crash-/ } received()),
 	0, 'the downstream has none of them yet');
-my $old_ids = $node->safe_psql('postgres',
-	"SELECT min(request_id) || '-' || max(request_id) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'");
+my $old_max = $node->safe_psql('postgres',
+	"SELECT max(request_id) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'");
 my $pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type ILIKE '%pg_net%'");
 my $log_offset = -s $node->logfile;
 kill 'KILL', $pid or die "could not kill pg_net's worker $pid: $!";
 ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server is back after the crash restart');
 ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'kill -9 caused a crash restart');
-ok(outbox_drained("event_id LIKE 'crash-%'", 90), 'every forward lost with pg_net\'s queue was sent again');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM net.http_request_queue'),
+	'0', 'pg_net\'s queue is empty after the crash');
+# Another user of pg_net: its requests get the new life's ids, the same
+# numbers as the lost requests, and are answered 200.
+$node->safe_psql('postgres',
+	"SELECT net.http_post('$base/ok', '{\"other\": true}'::jsonb) FROM generate_series(1, $old_max)");
+ok($node->poll_query_until('postgres', "SELECT count(*) >= $old_max FROM net._http_response"),
+	'pg_net answered them');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE status_code = 200) || ' ' || min(id) || '-' || max(id) FROM net._http_response"),
+	"$old_max 1-$old_max",
+	"all 200, with ids 1 to $old_max of pg_net's new life (the lost requests had ids up to $old_max)");
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'") eq '0';
+		},
+		90),
+	'every forward lost with pg_net\'s queue was sent again, and delivered');
 my %crash = map { $_->{headers}{'webhook-id'} => 1 }
   grep { $_->{headers}{'webhook-id'} =~ /^crash-/ } received();
-is(scalar(keys %crash), 30, 'the downstream received each of the 30 at least once');
+is(scalar(keys %crash), 30, 'the downstream received each of the 30 (none settled by another\'s response)');
 is( $node->safe_psql('down',
 		"SELECT count(*), count(DISTINCT event_id) FROM down_log WHERE event_id LIKE 'crash-%'"),
 	'30|30', 'and applied each exactly once');
-note("request ids before the crash: $old_ids; pg_net's ids restarted at "
-	  . $node->safe_psql('postgres', 'SELECT min(id) FROM net._http_response'));
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET webhook_idem.forward_in_workers; SELECT pg_reload_conf()");
 
 # ---------------------------------------------------------------------
 # 4. A downstream that never answers: every attempt times out, until dead

@@ -129,6 +129,8 @@ def main():
     p.add_argument("--log", required=True)
     p.add_argument("--dsn", required=True)
     args = p.parse_args()
+    # pg_net opens up to pg_net.batch_size connections at once.
+    ThreadingHTTPServer.request_queue_size = 1024
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(args))
     server.daemon_threads = True
     with open(args.port_file + ".tmp", "w") as f:

@@ -504,10 +504,11 @@ CREATE FUNCTION webhook_idem.forward_pending(max_forwards integer DEFAULT 100)
 COMMENT ON FUNCTION webhook_idem.forward_pending(integer)
   IS 'Sends up to max_forwards due forwards through pg_net and settles those pg_net answered; returns how many it handled';
 
--- replay() sends a dead forward again, with a fresh budget of attempts.
+-- replay() sends a dead forward again, with a fresh budget of attempts
+-- (replay is SECURITY DEFINER: this runs as the extension's owner).
 CREATE FUNCTION webhook_idem._replay_forward(source text, event_id text)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   UPDATE webhook_idem.forwards f
