@@ -375,7 +375,13 @@ SettleSent(const char *epoch, int max)
 	int			settled = 0;
 	int			rc;
 
-	/* Responses and queue entries are matched only within this epoch. */
+	/*
+	 * Responses and queue entries are matched only within this epoch.
+	 * pg_net keeps responses for pg_net.ttl and indexes them by creation
+	 * time only: just those created since the oldest request in flight was
+	 * sent (less a minute, for the clocks of the two transactions) are
+	 * read, through that index.
+	 */
 	plan = KeepPlan(&plan,
 					"SELECT f.id, f.attempts OPERATOR(pg_catalog.-) f.attempts_base, s.max_attempts,"
 					"       s.backoff, f.request_epoch IS NOT DISTINCT FROM $1,"
@@ -386,6 +392,10 @@ SettleSent(const char *epoch, int max)
 					"        AND f.request_epoch OPERATOR(pg_catalog.=) $1"
 					"  LEFT JOIN net._http_response r ON r.id OPERATOR(pg_catalog.=) f.request_id"
 					"        AND f.request_epoch OPERATOR(pg_catalog.=) $1"
+					"        AND r.created OPERATOR(pg_catalog.>=)"
+					"            (SELECT pg_catalog.min(o.sent_at) FROM webhook_idem.forwards o"
+					"              WHERE o.status OPERATOR(pg_catalog.=) 'sending')"
+					"            OPERATOR(pg_catalog.-) '1 minute'::pg_catalog.interval"
 					" WHERE f.status OPERATOR(pg_catalog.=) 'sending'"
 					" ORDER BY f.id LIMIT $2"
 					" FOR UPDATE OF f SKIP LOCKED",
