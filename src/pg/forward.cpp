@@ -204,6 +204,18 @@ ForwardUrlOk(const char *url)
 	return true;
 }
 
+/* True if an event id can be sent as a header value: no control
+ * character (a CR or LF would let the upstream sender add headers of its
+ * own to the forwarded request). */
+static bool
+EventIdSendable(const char *event_id)
+{
+	for (const unsigned char *p = (const unsigned char *) event_id; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
 /* Why forward_to and forward_secret cannot forward, or NULL if they can
  * (or are both NULL: no forwarding). With check_pg_net, pg_net must be
  * installed in this database. *code receives the SQLSTATE. */
@@ -527,6 +539,8 @@ SendDue(const char *epoch, int max)
 		problem = url == NULL
 			? "the source no longer forwards (forward_to is NULL)"
 			: ForwardConfigProblem(url, secret, false, &code, &hint);
+		if (problem == NULL && !EventIdSendable(event_id))
+			problem = "the event id holds control characters, which no HTTP header may carry";
 		if (problem != NULL)
 		{
 			ForwardUnsendable(id, psprintf("not sent: %s", problem));

@@ -175,6 +175,7 @@ is(deliver('up_ok', "ok-$_"), 'applied', "sync event ok-$_ applied") for 1 .. 5;
 $node->safe_psql('postgres',
 	"BEGIN; SELECT webhook_idem.apply_event('up_ok', convert_to('{\"id\": \"ok-rolled-back\"}', 'UTF8')); ROLLBACK;");
 is(deliver('up_ok', 'ok-failed', { fail => 1 }), 'failed', 'a failing handler: failed');
+is(deliver('up_ok', "ok-evil\r\nX-Injected: 1"), 'applied', 'an event id with CR LF applied');
 is(deliver('up_async', "async-$_"), 'queued', "async event async-$_ queued") for 1 .. 5;
 ok( wait_for(
 		sub {
@@ -207,6 +208,12 @@ for my $r (@sent)
 is($bad, 0, 'each request: Idempotency-Key and webhook-id = event id, JSON, signed, body = payload::text, answered 200');
 is( $node->safe_psql('down', "SELECT count(*), count(DISTINCT event_id) FROM down_log"),
 	'10|10', 'the downstream (webhook_idem, scheme standard) verified and applied each once');
+like(
+	$node->safe_psql('postgres',
+		"SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id LIKE 'ok-evil%'"),
+	qr/^not sent: the event id holds control characters/,
+	'an event id that would inject headers is not sent: dead, saying why');
+is(scalar(grep { exists $_->{headers}{'x-injected'} } received()), 0, 'no header was injected');
 
 # ---------------------------------------------------------------------
 # 2. 500 three times, then 200: four requests, then done.
