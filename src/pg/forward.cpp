@@ -405,9 +405,9 @@ SettleSent(const char *epoch, int max)
 					"  LEFT JOIN net._http_response r ON r.id OPERATOR(pg_catalog.=) f.request_id"
 					"        AND f.request_epoch OPERATOR(pg_catalog.=) $1"
 					"        AND r.created OPERATOR(pg_catalog.>=)"
-					"            (SELECT pg_catalog.min(o.sent_at) FROM webhook_idem.forwards o"
-					"              WHERE o.status OPERATOR(pg_catalog.=) 'sending')"
-					"            OPERATOR(pg_catalog.-) '1 minute'::pg_catalog.interval"
+					"            ((SELECT pg_catalog.min(o.sent_at) FROM webhook_idem.forwards o"
+					"               WHERE o.status OPERATOR(pg_catalog.=) 'sending')"
+					"             OPERATOR(pg_catalog.-) '1 minute'::pg_catalog.interval)"
 					" WHERE f.status OPERATOR(pg_catalog.=) 'sending'"
 					" ORDER BY f.id LIMIT $2"
 					" FOR UPDATE OF f SKIP LOCKED",
