@@ -270,6 +270,11 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
+	/* The relay's outbox, first, whatever path records the attempt (it
+	 * reads the event's id, source and payload, which this does not
+	 * change). */
+	if (status == WI_APPLIED)
+		ForwardAppliedEvent(id, NULL);
 	values[0] = Int64GetDatum(id);
 	values[1] = CStringGetTextDatum(EventStatusLabel(status));
 	values[2] = Int32GetDatum(attempts);
@@ -285,8 +290,6 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
-	if (status == WI_APPLIED && SPI_processed > 0)
-		ForwardAppliedEvent(id, NULL);	/* the relay's outbox */
 }
 
 void
