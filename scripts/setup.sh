@@ -9,6 +9,7 @@ packages=(
   postgresql-15 postgresql-contrib postgresql-server-dev-15 postgresql-15-cron
   libssl-dev libipc-run-perl make g++ clang libclang-rt-14-dev
   libgtest-dev libbenchmark-dev libpq-dev python3-psycopg2 curl openssl nodejs
+  libcurl4-openssl-dev   # builds pg_net for the relay suite (scripts/pg_net.sh)
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(redis-server libhiredis-dev python3-matplotlib wrk)

@@ -14,6 +14,7 @@
  * and the postmaster restarts them after a crash. docs/async.md has the
  * rules, docs/performance.md what they buy.
  */
+#include "pg/forward.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 
@@ -255,6 +256,7 @@ webhook_idem_worker_main(Datum main_arg)
 {
 	int			slot = DatumGetInt32(main_arg);
 	double		avg_apply_us = 0;	/* how long applying an event takes */
+	uint64		applied = 0;	/* events applied, for the relay's pace */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -301,6 +303,8 @@ webhook_idem_worker_main(Datum main_arg)
 				started = GetCurrentTimestamp();
 
 				ApplyOne(&claimed[i]);
+				if (++applied % 100 == 0)
+					ForwardInWorker();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);
 				/* A moving average over about the last 16 events. */
 				avg_apply_us = avg_apply_us <= 0 ? secs * 1e6 + usecs
@@ -315,6 +319,8 @@ webhook_idem_worker_main(Datum main_arg)
 		}
 		if (!ready)
 			wait_ms = 10 * WI_IDLE_MS;	/* the extension is not installed (yet) */
+		else
+			ForwardInWorker();	/* the relay (forward.cpp) */
 		pgstat_report_stat(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms,
 						 PG_WAIT_EXTENSION);

@@ -4,6 +4,8 @@
  */
 #include "pg/event_store.h"
 
+#include "pg/forward.h"
+
 static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lock_skip_plan = NULL;
@@ -172,7 +174,11 @@ InsertEvent(const EventRow *row)
 	if (stored.last_error != NULL)
 		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
 	if (InsertEventDirect(&stored))
+	{
+		if (stored.status == WI_APPLIED)
+			ForwardAppliedEvent(stored.id, stored.source);	/* the relay's outbox */
 		return;
+	}
 
 	if (insert_plan == NULL)
 	{
@@ -200,6 +206,8 @@ InsertEvent(const EventRow *row)
 	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
+	if (stored.status == WI_APPLIED)
+		ForwardAppliedEvent(stored.id, stored.source);	/* the relay's outbox */
 }
 
 void
@@ -273,6 +281,11 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
+	/* The relay's outbox, first, whatever path records the attempt (it
+	 * reads the event's id, source and payload, which this does not
+	 * change). */
+	if (status == WI_APPLIED)
+		ForwardAppliedEvent(row->id, row->source);
 	/* No retry time to compute (the backoff rule is SQL): no SPI either,
 	 * under READ COMMITTED (the direct lookup's snapshot rule). */
 	if (!IsolationUsesXactSnapshot() &&

@@ -2,6 +2,7 @@
  * module.cpp - the module's magic block, its settings and small helpers
  * shared by the entry points.
  */
+#include "pg/forward.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 
@@ -90,6 +91,8 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineForwardSettings();
 
 	/* Preloaded, the library keeps counters in shared memory and runs its
 	 * own workers. */

@@ -107,6 +107,11 @@ WiSource   *FindSource(const char *name, const char **misconfigured);
 /* FindSource for callers that treat a misconfigured source as absent. */
 WiSource   *LookupSource(const char *name);
 
+/* True if every write to sources and source_secrets invalidates the
+ * backends' caches (their triggers fire always): only then may what is
+ * derived from those tables be kept past the call that read it. */
+bool		SourceCacheTrusted(void);
+
 /* Parses an event_id_from rule into *rule, allocating in cxt; raises
  * 22023/42601 if it is not a header rule, "sha256" or a JSON path. With
  * strict, a JSON path is evaluated in strict mode. */

@@ -189,10 +189,9 @@ BEGIN
     RAISE EXCEPTION 'payload_retention is not available in this build'
       USING ERRCODE = 'feature_not_supported';
   END IF;
-  IF register_source.forward_to IS NOT NULL OR register_source.forward_secret IS NOT NULL THEN
-    RAISE EXCEPTION 'forward_to needs pg_net, which this build cannot use'
-      USING ERRCODE = 'feature_not_supported';
-  END IF;
+  -- Forwarding (src/sql/60_forward.sql): an http(s) URL, a whsec_ secret
+  -- and pg_net in this database, or neither setting.
+  PERFORM webhook_idem._check_forward(register_source.forward_to, register_source.forward_secret);
 
   IF register_source.handler IS NOT NULL THEN
     -- The rules a handler is held to whenever it runs (shape, schema,

@@ -97,11 +97,15 @@ BEGIN
   IF replayed THEN
     PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
   END IF;
+  -- A dead forward of the event is sent again (src/sql/60_forward.sql).
+  IF webhook_idem._replay_forward(replay.source, replay.event_id) THEN
+    replayed := true;
+  END IF;
   RETURN coalesce(replayed, false);
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.replay(text, text, boolean)
-  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts';
+  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts; sends a dead forward again';
 
 CREATE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
 RETURNS bigint

@@ -1,0 +1,663 @@
+/*
+ * forward.cpp - the relay (SPEC section 3b, docs/relay.md). Where an event
+ * becomes applied (event_store.cpp), ForwardAppliedEvent writes it to the
+ * outbox, webhook_idem.forwards, in the same transaction, when its source
+ * has forward_to; a per-backend list of the forwarding sources (followed
+ * through the sources table's relcache invalidations, as the source cache
+ * is) makes that free for sources that do not forward. The sender
+ * (forward_pending(), and the in-database workers) hands due forwards to
+ * pg_net's net.http_post, signed as a Standard Webhooks sender signs, and
+ * settles those pg_net answered: 2xx removes the forward; another answer,
+ * a timeout or a connection error is a failed attempt (retried with the
+ * source's backoff, dead after max_attempts); a request that pg_net no
+ * longer knows (its unlogged tables emptied by a crash, or its response
+ * expired) is sent again. pg_net's request ids restart after a crash, so a
+ * request id is recorded with the epoch of pg_net's tables it was issued
+ * in (an unlogged table of ours, emptied by the same crash recovery, plus
+ * pg_net's extension OID), and an id of another epoch is never matched.
+ */
+#include "pg/forward.h"
+
+#include "core/forward_sign.h"
+#include "pg/boundary.h"
+#include "pg/event_store.h"
+
+extern "C" {
+#include "commands/extension.h"
+
+PG_FUNCTION_INFO_V1(webhook_idem_check_forward);
+PG_FUNCTION_INFO_V1(webhook_idem_forward_pending);
+}
+
+int			wi_forward_timeout_ms = 5000;
+bool		wi_forward_in_workers = true;
+
+void
+DefineForwardSettings(void)
+{
+	DefineCustomIntVariable("webhook_idem.forward_timeout",
+							"Longest a forwarded request may take (pg_net's timeout); past it the attempt has failed.",
+							NULL, &wi_forward_timeout_ms, 5000, 100, 300000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_idem.forward_in_workers",
+							 "Whether the in-database workers send forwards (off: call forward_pending() yourself).",
+							 NULL, &wi_forward_in_workers, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+}
+
+/* --- the forwarding sources, per backend ------------------------------ */
+
+static bool fw_callback = false;
+static bool fw_stale = true;
+static Oid	fw_sources_relid = InvalidOid;
+static MemoryContext fw_cxt = NULL;
+static char **fw_names = NULL;
+static int	fw_n = 0;
+
+/* Relcache invalidation: sources changed (its trigger says so for rows of
+ * sources and source_secrets), or everything is to be reread. */
+static void
+ForwardingInvalidated(Datum, Oid relid)
+{
+	if (relid == InvalidOid || relid == fw_sources_relid)
+		fw_stale = true;
+}
+
+/* The extension's schema, or InvalidOid. */
+static Oid
+RelayNamespace(void)
+{
+	return get_namespace_oid("webhook_idem", true);
+}
+
+/* True if this database's webhook_idem has the relay (0.2.0's SQL). */
+static bool
+RelayInstalled(void)
+{
+	Oid			nsp = RelayNamespace();
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("forwards", nsp));
+}
+
+/* Reads the names of the sources with forward_to, with the latest
+ * snapshot (as the source cache reads sources). Kept until sources change,
+ * if every write to sources invalidates (SourceCacheTrusted); else read
+ * again next time. */
+static void
+LoadForwarding(void)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			nsp = RelayNamespace();
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("sources", nsp) : InvalidOid;
+	bool		trusted;
+	int			rc;
+
+	if (!fw_callback)
+	{
+		CacheRegisterRelcacheCallback(ForwardingInvalidated, (Datum) 0);
+		fw_callback = true;
+	}
+	if (fw_cxt == NULL)
+		fw_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem forwarding sources",
+									   ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(fw_cxt);
+	fw_names = NULL;
+	fw_n = 0;
+	/* An invalidation read from here on makes the list stale again. */
+	fw_stale = false;
+	fw_sources_relid = relid;
+	if (!OidIsValid(relid) || get_attnum(relid, "forward_to") == InvalidAttrNumber ||
+		!RelayInstalled())
+		return;					/* no relay in this database (0.1.0's SQL) */
+
+	trusted = SourceCacheTrusted();
+	plan = KeepPlan(&plan, "SELECT source FROM webhook_idem.sources WHERE forward_to IS NOT NULL",
+					0, NULL);
+	rc = SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
+							  false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading forwarding sources failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		fw_names = (char **) MemoryContextAlloc(fw_cxt, sizeof(char *) * SPI_processed);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			fw_names[fw_n++] = MemoryContextStrdup(fw_cxt,
+												   SPI_getvalue(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc, 1));
+	}
+	if (!trusted)
+		fw_stale = true;
+}
+
+void
+ForwardAppliedEvent(int64 event_pk, const char *source)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	static SPIPlanPtr plan = NULL;
+	SPITupleTable *saved_tuptable = SPI_tuptable;
+	uint64		saved_processed = SPI_processed;
+	Datum		arg = Int64GetDatum(event_pk);
+	int			rc;
+
+	AcceptInvalidationMessages();
+	if (fw_stale)
+		LoadForwarding();
+	if (fw_n == 0)
+		goto done;
+	if (source != NULL)
+	{
+		bool		listed = false;
+
+		for (int i = 0; i < fw_n && !listed; i++)
+			listed = strcmp(fw_names[i], source) == 0;
+		if (!listed)
+			goto done;
+	}
+
+	/* The join checks the source again, in this transaction's view. A
+	 * replayed event applied again is forwarded again. */
+	plan = KeepPlan(&plan,
+					"INSERT INTO webhook_idem.forwards AS f (event_pk, source, event_id, payload)"
+					" SELECT e.id, e.source, e.event_id, coalesce(e.payload, 'null'::pg_catalog.jsonb)"
+					"   FROM webhook_idem.events e"
+					"   JOIN webhook_idem.sources s ON s.source OPERATOR(pg_catalog.=) e.source"
+					"  WHERE e.id OPERATOR(pg_catalog.=) $1 AND s.forward_to IS NOT NULL"
+					" ON CONFLICT (event_pk) DO UPDATE"
+					"    SET status = 'pending', attempts_base = f.attempts, payload = EXCLUDED.payload,"
+					"        next_attempt_at = pg_catalog.now(), request_id = NULL,"
+					"        request_epoch = NULL, last_error = NULL",
+					1, argtypes);
+	rc = SPI_execute_plan(plan, &arg, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "writing the forward failed: %s", SPI_result_code_string(rc));
+done:
+	SPI_tuptable = saved_tuptable;
+	SPI_processed = saved_processed;
+}
+
+/* --- the rule for forward_to and forward_secret ----------------------- */
+
+/* pg_net's extension in this database, or InvalidOid. */
+static Oid
+PgNetOid(void)
+{
+	return get_extension_oid("pg_net", true);
+}
+
+/* True if url is an absolute http:// or https:// URL with a host and no
+ * space or control character (libcurl would also take file:// and more). */
+static bool
+ForwardUrlOk(const char *url)
+{
+	const char *rest;
+
+	if (pg_strncasecmp(url, "http://", 7) == 0)
+		rest = url + 7;
+	else if (pg_strncasecmp(url, "https://", 8) == 0)
+		rest = url + 8;
+	else
+		return false;
+	if (*rest == '\0' || *rest == '/' || *rest == '?' || *rest == '#')
+		return false;
+	for (const unsigned char *p = (const unsigned char *) url; *p; p++)
+		if (*p <= 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* True if an event id can be sent as a header value: no control
+ * character (a CR or LF would let the upstream sender add headers of its
+ * own to the forwarded request). */
+static bool
+EventIdSendable(const char *event_id)
+{
+	for (const unsigned char *p = (const unsigned char *) event_id; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* Why forward_to and forward_secret cannot forward, or NULL if they can
+ * (or are both NULL: no forwarding). With check_pg_net, pg_net must be
+ * installed in this database. *code receives the SQLSTATE. */
+static const char *
+ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int *code,
+					 const char **hint)
+{
+	wi::Status	st;
+
+	*code = ERRCODE_INVALID_PARAMETER_VALUE;
+	*hint = NULL;
+	if (url == NULL && secret == NULL)
+		return NULL;
+	if (url == NULL)
+		return "forward_secret is set but forward_to is not";
+	if (secret == NULL)
+	{
+		*hint = "Give forward_secret => 'whsec_<base64>', the secret the downstream verifies with.";
+		return "forward_to needs a forward_secret to sign what it forwards";
+	}
+	if (!ForwardUrlOk(url))
+		return "forward_to must be an http:// or https:// URL with a host";
+	if (!wi::api::CheckForwardSecret(secret, &st))
+		return pstrdup(st.message);
+	if (check_pg_net && !OidIsValid(PgNetOid()))
+	{
+		*code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+		*hint = "Install pg_net (shared_preload_libraries = 'pg_net', then CREATE EXTENSION pg_net) in this database, then register the source again.";
+		return "forward_to needs pg_net, which is not installed in this database";
+	}
+	return NULL;
+}
+
+/*
+ * webhook_idem._check_forward(forward_to text, forward_secret text)
+ * RETURNS void: raises unless the two can forward (register_source).
+ */
+extern "C" Datum
+webhook_idem_check_forward(PG_FUNCTION_ARGS)
+{
+	const char *url = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *secret = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			code;
+	const char *hint;
+	const char *problem = ForwardConfigProblem(url, secret, true, &code, &hint);
+
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(code), errmsg("%s", problem), hint ? errhint("%s", hint) : 0));
+	PG_RETURN_VOID();
+}
+
+/* --- the sender ------------------------------------------------------- */
+
+/* The epoch of pg_net's unlogged tables: our unlogged _relay_epoch row
+ * (drawn again once crash recovery empties it, as it empties pg_net's
+ * queue, responses and id sequence) and pg_net's extension OID (a new
+ * pg_net restarts its ids too). */
+static char *
+RelayEpoch(Oid pg_net)
+{
+	static SPIPlanPtr get_plan = NULL;
+	static SPIPlanPtr put_plan = NULL;
+	bool		isnull;
+	int			rc;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		rc = SPI_execute_plan(KeepPlan(&get_plan, "SELECT epoch FROM webhook_idem._relay_epoch", 0,
+									   NULL),
+							  NULL, NULL, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "reading the relay epoch failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 1)
+			return psprintf("%s/%u",
+							TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															  SPI_tuptable->tupdesc, 1, &isnull)),
+							pg_net);
+		rc = SPI_execute_plan(KeepPlan(&put_plan,
+									   "INSERT INTO webhook_idem._relay_epoch (epoch)"
+									   " VALUES (pg_catalog.gen_random_uuid()::pg_catalog.text)"
+									   " ON CONFLICT DO NOTHING",
+									   0, NULL),
+							  NULL, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "drawing the relay epoch failed: %s", SPI_result_code_string(rc));
+	}
+	elog(ERROR, "the relay epoch could not be drawn");
+	pg_unreachable();
+}
+
+/* A forward whose request pg_net no longer knows goes back to pending,
+ * due now; the lost request does not count as an attempt. */
+static void
+ResendLost(int64 id, const char *why)
+{
+	static const Oid argtypes[2] = {INT8OID, TEXTOID};
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(why)};
+	int			rc = SPI_execute_plan(KeepPlan(&plan,
+											   "UPDATE webhook_idem.forwards"
+											   " SET status = 'pending', attempts = attempts OPERATOR(pg_catalog.-) 1,"
+											   "     next_attempt_at = pg_catalog.clock_timestamp(),"
+											   "     request_id = NULL, request_epoch = NULL, last_error = $2"
+											   " WHERE id OPERATOR(pg_catalog.=) $1",
+											   2, argtypes),
+									  args, NULL, false, 0);
+
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "requeueing a forward failed: %s", SPI_result_code_string(rc));
+}
+
+/* The downstream answered 2xx: the forward is done. */
+static void
+ForwardDelivered(int64 id)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	static SPIPlanPtr plan = NULL;
+	Datum		arg = Int64GetDatum(id);
+	int			rc = SPI_execute_plan(KeepPlan(&plan,
+											   "DELETE FROM webhook_idem.forwards WHERE id OPERATOR(pg_catalog.=) $1",
+											   1, argtypes),
+									  &arg, NULL, false, 0);
+
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "settling a forward failed: %s", SPI_result_code_string(rc));
+}
+
+/* A failed attempt (http_status: the answer's code, or 0 for none): dead,
+ * or pending again after the source's backoff for the failures counted
+ * since the last replay (webhook_idem._retry_delay, as for events). */
+static void
+ForwardFailed(int64 id, bool dead, int http_status, const char *error, const Interval *backoff,
+			  int32 failures)
+{
+	static const Oid argtypes[6] = {INT8OID, BOOLOID, INT4OID, TEXTOID, INTERVALOID, INT4OID};
+	static SPIPlanPtr plan = NULL;
+	Datum		args[6] = {Int64GetDatum(id), BoolGetDatum(dead), Int32GetDatum(http_status),
+		CStringGetTextDatum(StorableText(error, WI_MAX_ERROR_BYTES)),
+	IntervalPGetDatum(backoff), Int32GetDatum(failures)};
+	char		nulls[6] = {' ', ' ', http_status ? ' ' : 'n', ' ', ' ', ' '};
+	int			rc = SPI_execute_plan(KeepPlan(&plan,
+											   "UPDATE webhook_idem.forwards"
+											   " SET status = CASE WHEN $2 THEN 'dead' ELSE 'pending' END,"
+											   "     last_status = $3, last_error = $4,"
+											   "     request_id = NULL, request_epoch = NULL,"
+											   "     next_attempt_at = CASE WHEN $2 THEN next_attempt_at ELSE"
+											   "       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+											   "       webhook_idem._retry_delay($5, $6) END"
+											   " WHERE id OPERATOR(pg_catalog.=) $1",
+											   6, argtypes),
+									  args, nulls, false, 0);
+
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "recording a failed forward failed: %s", SPI_result_code_string(rc));
+}
+
+/* Settles up to max forwards in flight that pg_net answered or lost;
+ * returns how many. */
+static int
+SettleSent(const char *epoch, int max)
+{
+	static const Oid argtypes[2] = {TEXTOID, INT4OID};
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2] = {CStringGetTextDatum(epoch), Int32GetDatum(max)};
+	SPITupleTable *tt;
+	uint64		n;
+	int64		last = 0;
+	int			settled = 0;
+	int			rc;
+
+	/*
+	 * Responses and queue entries are matched only within this epoch.
+	 * pg_net keeps responses for pg_net.ttl and indexes them by creation
+	 * time only: just those created since the oldest request in flight was
+	 * sent (less a minute, for the clocks of the two transactions) are
+	 * read, through that index.
+	 */
+	plan = KeepPlan(&plan,
+					"SELECT f.id, f.attempts OPERATOR(pg_catalog.-) f.attempts_base, s.max_attempts,"
+					"       s.backoff, f.request_epoch IS NOT DISTINCT FROM $1,"
+					"       q.id IS NOT NULL, r.id IS NOT NULL, r.status_code, r.timed_out, r.error_msg"
+					"  FROM webhook_idem.forwards f"
+					"  JOIN webhook_idem.sources s ON s.source OPERATOR(pg_catalog.=) f.source"
+					"  LEFT JOIN net.http_request_queue q ON q.id OPERATOR(pg_catalog.=) f.request_id"
+					"        AND f.request_epoch OPERATOR(pg_catalog.=) $1"
+					"  LEFT JOIN net._http_response r ON r.id OPERATOR(pg_catalog.=) f.request_id"
+					"        AND f.request_epoch OPERATOR(pg_catalog.=) $1"
+					"        AND r.created OPERATOR(pg_catalog.>=)"
+					"            ((SELECT pg_catalog.min(o.sent_at) FROM webhook_idem.forwards o"
+					"               WHERE o.status OPERATOR(pg_catalog.=) 'sending')"
+					"             OPERATOR(pg_catalog.-) '1 minute'::pg_catalog.interval)"
+					" WHERE f.status OPERATOR(pg_catalog.=) 'sending'"
+					" ORDER BY f.id LIMIT $2"
+					" FOR UPDATE OF f SKIP LOCKED",
+					2, argtypes);
+	rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading forwards in flight failed: %s", SPI_result_code_string(rc));
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = tt->vals[i];
+		TupleDesc	desc = tt->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		int32		used = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		Interval   *backoff = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+		bool		same_epoch = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+		bool		queued = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+		bool		answered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		Datum		code_d = SPI_getbinval(tup, desc, 8, &isnull);
+		int			code = isnull ? 0 : DatumGetInt32(code_d);
+		Datum		timed_out_d = SPI_getbinval(tup, desc, 9, &isnull);
+		bool		timed_out = !isnull && DatumGetBool(timed_out_d);
+		char	   *error_msg = SPI_getvalue(tup, desc, 10);
+
+		CHECK_FOR_INTERRUPTS();
+		if (id == last)
+			continue;			/* two responses for one id: the first decides */
+		last = id;
+		if (!same_epoch)
+			ResendLost(id, "the request was lost with pg_net's queue (a crash, or pg_net reinstalled); sent again");
+		else if (queued)
+			continue;			/* pg_net has not sent it yet */
+		else if (!answered)
+			ResendLost(id, "pg_net no longer knows the request (its response expired or was removed); sent again");
+		else if (code >= 200 && code < 300)
+			ForwardDelivered(id);
+		else
+		{
+			const char *why = timed_out
+				? psprintf("timed out (webhook_idem.forward_timeout)%s%s", error_msg ? ": " : "",
+						   error_msg ? error_msg : "")
+				: code != 0 ? psprintf("the downstream answered HTTP %d", code)
+				: psprintf("not sent: %s", error_msg ? error_msg : "pg_net reported no status");
+
+			ForwardFailed(id, used >= max_attempts, code, why, backoff, used);
+		}
+		settled++;
+	}
+	return settled;
+}
+
+/* A forward that cannot be sent as its row stands (the tables were
+ * written directly): dead, saying why, for a person to fix and replay. */
+static void
+ForwardUnsendable(int64 id, const char *why)
+{
+	static const Oid argtypes[2] = {INT8OID, TEXTOID};
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(why)};
+	int			rc = SPI_execute_plan(KeepPlan(&plan,
+											   "UPDATE webhook_idem.forwards"
+											   " SET status = 'dead', last_status = NULL, last_error = $2"
+											   " WHERE id OPERATOR(pg_catalog.=) $1",
+											   2, argtypes),
+									  args, NULL, false, 0);
+
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "burying a forward failed: %s", SPI_result_code_string(rc));
+}
+
+/* Hands up to max due forwards to pg_net; returns how many it handled. */
+static int
+SendDue(const char *epoch, int max)
+{
+	static const Oid due_types[1] = {INT4OID};
+	static const Oid post_types[6] = {TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	static const Oid sent_types[3] = {INT8OID, INT8OID, TEXTOID};
+	static SPIPlanPtr due_plan = NULL;
+	static SPIPlanPtr post_plan = NULL;
+	static SPIPlanPtr sent_plan = NULL;
+	Datum		arg = Int32GetDatum(max);
+	SPITupleTable *tt;
+	uint64		n;
+	int			rc;
+
+	due_plan = KeepPlan(&due_plan,
+						"SELECT f.id, f.event_id, f.payload, f.payload::pg_catalog.text,"
+						"       s.forward_to, ss.forward_secret"
+						"  FROM webhook_idem.forwards f"
+						"  JOIN webhook_idem.sources s ON s.source OPERATOR(pg_catalog.=) f.source"
+						"  LEFT JOIN webhook_idem.source_secrets ss ON ss.source OPERATOR(pg_catalog.=) f.source"
+						" WHERE f.status OPERATOR(pg_catalog.=) 'pending'"
+						"   AND f.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+						" ORDER BY f.next_attempt_at LIMIT $1"
+						" FOR UPDATE OF f SKIP LOCKED",
+						1, due_types);
+	rc = SPI_execute_plan(due_plan, &arg, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading due forwards failed: %s", SPI_result_code_string(rc));
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = tt->vals[i];
+		TupleDesc	desc = tt->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *event_id = SPI_getvalue(tup, desc, 2);
+		Datum		payload = SPI_getbinval(tup, desc, 3, &isnull);
+		char	   *body = SPI_getvalue(tup, desc, 4);
+		char	   *url = SPI_getvalue(tup, desc, 5);
+		char	   *secret = SPI_getvalue(tup, desc, 6);
+		char		timestamp[24];
+		char		signature[wi::api::kStandardSignatureSize];
+		Datum		post_args[6];
+		Datum		sent_args[3];
+		int64		request_id;
+		int			code;
+		const char *hint;
+		const char *problem;
+		wi::Status	st;
+
+		CHECK_FOR_INTERRUPTS();
+		/* The registration rule, again: the tables may have been written
+		 * directly. */
+		problem = url == NULL
+			? "the source no longer forwards (forward_to is NULL)"
+			: ForwardConfigProblem(url, secret, false, &code, &hint);
+		if (problem == NULL && !EventIdSendable(event_id))
+			problem = "the event id holds control characters, which no HTTP header may carry";
+		if (problem != NULL)
+		{
+			ForwardUnsendable(id, psprintf("not sent: %s", problem));
+			continue;
+		}
+
+		/* Signed now: every attempt carries a fresh timestamp. */
+		snprintf(timestamp, sizeof(timestamp), INT64_FORMAT,
+				 TimestampToUnixMicros(GetCurrentTimestamp()) / USECS_PER_SEC);
+		CheckCore(wi::api::SignStandardWebhook(secret, event_id, strtoll(timestamp, NULL, 10),
+											   std::string_view(body, strlen(body)), signature,
+											   &st),
+				  st);
+		post_args[0] = CStringGetTextDatum(url);
+		post_args[1] = payload;
+		post_args[2] = CStringGetTextDatum(event_id);
+		post_args[3] = CStringGetTextDatum(timestamp);
+		post_args[4] = CStringGetTextDatum(signature);
+		post_args[5] = Int32GetDatum(wi_forward_timeout_ms);
+		post_plan = KeepPlan(&post_plan,
+							 "SELECT net.http_post(url => $1, body => $2,"
+							 "  headers => pg_catalog.jsonb_build_object("
+							 "    'Content-Type', 'application/json', 'Idempotency-Key', $3,"
+							 "    'webhook-id', $3, 'webhook-timestamp', $4, 'webhook-signature', $5),"
+							 "  timeout_milliseconds => $6)",
+							 6, post_types);
+		rc = SPI_execute_plan(post_plan, post_args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "net.http_post failed: %s", SPI_result_code_string(rc));
+		request_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+												 &isnull));
+
+		sent_args[0] = Int64GetDatum(id);
+		sent_args[1] = Int64GetDatum(request_id);
+		sent_args[2] = CStringGetTextDatum(epoch);
+		sent_plan = KeepPlan(&sent_plan,
+							 "UPDATE webhook_idem.forwards"
+							 " SET status = 'sending', attempts = attempts OPERATOR(pg_catalog.+) 1,"
+							 "     request_id = $2, request_epoch = $3,"
+							 "     sent_at = pg_catalog.clock_timestamp()"
+							 " WHERE id OPERATOR(pg_catalog.=) $1",
+							 3, sent_types);
+		rc = SPI_execute_plan(sent_plan, sent_args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "recording a sent forward failed: %s", SPI_result_code_string(rc));
+	}
+	return (int) n;
+}
+
+/* One step of the sender: settle, then send; needs SPI and pg_net. */
+static int
+ForwardStep(Oid pg_net, int max)
+{
+	char	   *epoch = RelayEpoch(pg_net);
+	int			settled = SettleSent(epoch, max);
+
+	return settled + SendDue(epoch, max);
+}
+
+/*
+ * webhook_idem.forward_pending(max_forwards int) RETURNS int: settles up to
+ * max_forwards forwards pg_net answered and sends up to max_forwards due
+ * ones; 0 when there is nothing to do now.
+ */
+extern "C" Datum
+webhook_idem_forward_pending(PG_FUNCTION_ARGS)
+{
+	int			max = PG_ARGISNULL(0) ? 100 : PG_GETARG_INT32(0);
+	Oid			pg_net = PgNetOid();
+	int			done;
+
+	if (max < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_forwards must not be negative")));
+	max = Min(max, WI_MAX_BATCH);
+	if (!OidIsValid(pg_net))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("forward_pending needs pg_net, which is not installed in this database"),
+				 errhint("Install pg_net (shared_preload_libraries = 'pg_net', then CREATE EXTENSION pg_net).")));
+	SPI_connect();
+	done = ForwardStep(pg_net, max);
+	SPI_finish();
+	PG_RETURN_INT32(done);
+}
+
+void
+ForwardInWorker(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (!wi_forward_in_workers)
+		return;
+	PG_TRY();
+	{
+		Oid			pg_net;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pg_net = PgNetOid();
+		if (OidIsValid(pg_net) && RelayInstalled())
+			(void) ForwardStep(pg_net, WI_MAX_BATCH);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		/* Logged; the worker goes on with its events. */
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}

@@ -1,0 +1,335 @@
+
+# The relay (SPEC section 3b, docs/relay.md): applied events of sources with
+# forward_to are sent downstream through pg_net by the in-database workers,
+# signed as a Standard Webhooks sender signs them, at least once, and a
+# downstream on webhook_idem (scheme 'standard', a second database here)
+# applies each exactly once. On a cluster with pg_net and webhook_idem
+# preloaded and a loopback HTTP server (relay_downstream.py) started here:
+#  1. every applied event (sync and async) reaches the downstream, with its
+#     Idempotency-Key, signature and payload::text body; none rolled back,
+#     none failed;
+#  2. a downstream answering 500 three times, then 200;
+#  3. kill -9 of pg_net's worker (a crash restart) after the forwards were
+#     committed and handed to pg_net, before pg_net sent them: nothing is
+#     lost (pg_net's unlogged queue is gone: sent again), and no response
+#     of the new life (another pg_net user's, under the same request ids)
+#     is taken for a request of the old one;
+#  4. a downstream that never answers: timeouts until dead, then replay;
+#  5. a burst of 1,000 events.
+# Skipped when pg_net is not installed (scripts/pg_net.sh builds it).
+
+use strict;
+use warnings;
+use File::Basename qw(dirname);
+use HTTP::Tiny;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('relay');
+my $sharedir = $node->config_data('--sharedir');
+my $libdir = $node->config_data('--pkglibdir');
+if (!-e "$sharedir/extension/pg_net.control" || !-e "$libdir/pg_net.so")
+{
+	plan skip_all => 'pg_net is not installed: scripts/pg_net.sh builds it from '
+	  . 'PG_NET_SRC=<pg_net release tarball> (.ci/run passes ../shared/vendor/pg_net-0.20.5.tar.gz)';
+}
+if (system('python3 -c "import psycopg2" >/dev/null 2>&1') != 0)
+{
+	plan skip_all => 'python3 with psycopg2 is needed for the downstream server (make setup)';
+}
+
+my $secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pg_net, webhook_idem'
+pg_net.database_name = 'postgres'
+pg_net.ttl = '1 hour'
+webhook_idem.workers = 2
+webhook_idem.database = 'postgres'
+webhook_idem.forward_timeout = '3s'
+restart_after_crash = on
+});
+$node->start;
+
+# The downstream: webhook_idem in database "down", source 'down' on scheme
+# 'standard' with the forward secret; its handler logs every application.
+$node->safe_psql('postgres', 'CREATE DATABASE down');
+$node->safe_psql(
+	'down', qq{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE down_log (event_id text NOT NULL, payload jsonb NOT NULL);
+CREATE FUNCTION down_handler(p jsonb) RETURNS void LANGUAGE sql AS
+  \$\$ INSERT INTO down_log VALUES ((webhook_idem.current_event()).event_id, p) \$\$;
+SELECT FROM webhook_idem.register_source('down', 'standard', secrets => ARRAY['$secret'],
+  handler => 'down_handler(jsonb)'::regprocedure);
+});
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $log = "$tmp/requests.jsonl";
+my $portfile = "$tmp/port";
+my $script = ($ENV{TESTDIR} ? "$ENV{TESTDIR}/t" : dirname(__FILE__)) . '/relay_downstream.py';
+my $dsn = 'host=' . $node->host . ' port=' . $node->port . ' dbname=down';
+my $server = IPC::Run::start(
+	[ 'python3', $script, '--port-file', $portfile, '--log', $log, '--dsn', $dsn ],
+	'>', "$tmp/server.out", '2>', "$tmp/server.err");
+for (my $i = 0; $i < 100 && !-e $portfile; $i++) { usleep(100_000); }
+ok(-e $portfile, 'the downstream server listens');
+my $port = PostgreSQL::Test::Utils::slurp_file($portfile);
+my $base = "http://127.0.0.1:$port";
+
+# Every request the downstream received, in order.
+sub received
+{
+	return () unless -e $log;
+	my @entries;
+	open(my $fh, '<', $log) or die "cannot read $log: $!";
+	while (my $line = <$fh>)
+	{
+		push @entries, decode_json($line) if $line =~ /\}\s*$/;
+	}
+	close $fh;
+	return @entries;
+}
+
+# The requests received for webhook-id $id on $path.
+sub received_for
+{
+	my ($path, $id) = @_;
+	return grep { $_->{path} eq $path && ($_->{headers}{'webhook-id'} // '') eq $id } received();
+}
+
+# Polls until $cond returns true (at most $secs seconds).
+sub wait_for
+{
+	my ($cond, $secs) = @_;
+	for (my $i = 0; $i < $secs * 10; $i++)
+	{
+		return 1 if $cond->();
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# The upstream: pg_net and webhook_idem in "postgres"; the handler refuses
+# payloads with "fail" and logs the others.
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pg_net;
+CREATE EXTENSION webhook_idem;
+CREATE TABLE up_log (event_id text NOT NULL);
+CREATE FUNCTION up_handler(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  IF p ? 'fail' THEN RAISE EXCEPTION 'refused %', p->>'id'; END IF;
+  INSERT INTO up_log VALUES (p->>'id');
+  RETURN jsonb_build_object('ok', p->>'id');
+END $$;
+});
+my %sources = (
+	up_ok => "mode => 'sync', forward_to => '$base/apply', max_attempts => 5",
+	up_async => "mode => 'async', forward_to => '$base/apply', max_attempts => 5",
+	up_flaky => "mode => 'sync', forward_to => '$base/flaky', max_attempts => 5",
+	up_hang => "mode => 'sync', forward_to => '$base/hang', max_attempts => 3",
+	up_block => "mode => 'sync', forward_to => '$base/hang', max_attempts => 1");
+for my $s (sort keys %sources)
+{
+	$node->safe_psql('postgres',
+		    "SELECT FROM webhook_idem.register_source('$s', 'none', handler => 'up_handler(jsonb)',"
+		  . " event_id_from => '\$.id', backoff => '100 milliseconds', forward_secret => '$secret', "
+		  . $sources{$s} . ')');
+}
+is( $node->safe_psql(
+		'postgres', "SELECT count(*) FROM webhook_idem.sources WHERE forward_to IS NOT NULL"),
+	'5', 'with pg_net installed, forward_to is accepted');
+
+# Delivers {"id": $id, ...} to $source; returns the outcome's status.
+sub deliver
+{
+	my ($source, $id, $extra) = @_;
+	my $body = encode_json({ id => $id, ($extra ? %$extra : ()) });
+	return $node->safe_psql('postgres',
+		"SELECT status FROM webhook_idem.apply_event('$source', convert_to('$body', 'UTF8'))");
+}
+
+# Waits until no forward of the sources is left (sent and answered 2xx,
+# or dead when $dead_ok).
+sub outbox_drained
+{
+	my ($where, $secs) = @_;
+	return wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.forwards WHERE status <> 'dead' AND ($where)") eq '0';
+		},
+		$secs // 60);
+}
+
+# ---------------------------------------------------------------------
+# 1. Every applied event reaches the downstream, none rolled back or failed.
+is(deliver('up_ok', "ok-$_"), 'applied', "sync event ok-$_ applied") for 1 .. 5;
+$node->safe_psql('postgres',
+	"BEGIN; SELECT webhook_idem.apply_event('up_ok', convert_to('{\"id\": \"ok-rolled-back\"}', 'UTF8')); ROLLBACK;");
+is(deliver('up_ok', 'ok-failed', { fail => 1 }), 'failed', 'a failing handler: failed');
+is(deliver('up_ok', "ok-evil\r\nX-Injected: 1"), 'applied', 'an event id with CR LF applied');
+is(deliver('up_async', "async-$_"), 'queued', "async event async-$_ queued") for 1 .. 5;
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.events WHERE source = 'up_async' AND status = 'applied'") eq '5';
+		},
+		60),
+	'the in-database workers applied the async events');
+ok(outbox_drained("source IN ('up_ok', 'up_async')"), 'the outbox drained');
+
+my @sent = grep { $_->{path} eq '/apply' } received();
+my %ids = map { $_->{headers}{'webhook-id'} => 1 } @sent;
+is_deeply([ sort keys %ids ], [ sort(map("ok-$_", 1 .. 5), map("async-$_", 1 .. 5)) ],
+	'the downstream received exactly the applied events');
+my $bad = 0;
+for my $r (@sent)
+{
+	my $id = $r->{headers}{'webhook-id'};
+	my $source = $id =~ /^async/ ? 'up_async' : 'up_ok';
+	my $payload = $node->safe_psql('postgres',
+		"SELECT payload::text FROM webhook_idem.events WHERE source = '$source' AND event_id = '$id'");
+	$bad++
+	  unless ($r->{headers}{'idempotency-key'} // '') eq $id
+	  && ($r->{headers}{'content-type'} // '') eq 'application/json'
+	  && ($r->{headers}{'webhook-signature'} // '') =~ m{^v1,[A-Za-z0-9+/]{43}=$}
+	  && ($r->{headers}{'webhook-timestamp'} // '') =~ /^\d{10}$/
+	  && $r->{body} eq $payload
+	  && $r->{answer} == 200;
+}
+is($bad, 0, 'each request: Idempotency-Key and webhook-id = event id, JSON, signed, body = payload::text, answered 200');
+is( $node->safe_psql('down', "SELECT count(*), count(DISTINCT event_id) FROM down_log"),
+	'10|10', 'the downstream (webhook_idem, scheme standard) verified and applied each once');
+like(
+	$node->safe_psql('postgres',
+		"SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id LIKE 'ok-evil%'"),
+	qr/^not sent: the event id holds control characters/,
+	'an event id that would inject headers is not sent: dead, saying why');
+is(scalar(grep { exists $_->{headers}{'x-injected'} } received()), 0, 'no header was injected');
+
+# ---------------------------------------------------------------------
+# 2. 500 three times, then 200: four requests, then done.
+is(deliver('up_flaky', 'flaky-1'), 'applied', 'flaky-1 applied');
+ok(outbox_drained("source = 'up_flaky'"), 'the flaky forward was delivered in the end');
+is_deeply([ map { $_->{answer} } received_for('/flaky', 'flaky-1') ],
+	[ 500, 500, 500, 200 ], 'retried after each 500, until the 200');
+
+# ---------------------------------------------------------------------
+# 3. kill -9 between commit and send. The sender runs from this session
+# here (forward_pending), so that nothing settles the old forwards before
+# another user of pg_net has had requests answered under the new life's
+# ids. A blocker request to /hang (which does not answer) is sent with a
+# 60 s timeout: pg_net's worker waits on it, so the forwards handed to
+# pg_net next stay in its (unlogged) queue.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET webhook_idem.forward_in_workers = off; SELECT pg_reload_conf()");
+sleep 2;    # the workers read the new setting
+is(deliver('up_block', 'blocker'), 'applied', 'the blocker applied');
+is( $node->safe_psql('postgres',
+		"SET webhook_idem.forward_timeout = '60s'; SELECT webhook_idem.forward_pending()"),
+	'1', 'the blocker is handed to pg_net');
+ok( wait_for(sub { scalar(received_for('/hang', 'blocker')) > 0 }, 30),
+	'pg_net is sending the blocker (the downstream holds it)');
+$node->safe_psql('postgres',
+	"SELECT webhook_idem.apply_event('up_ok', convert_to(format('{\"id\": \"crash-%s\"}', g), 'UTF8'))"
+	  . " FROM generate_series(1, 30) g");
+is($node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()'),
+	'30', 'the 30 forwards are handed to pg_net');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM webhook_idem.forwards f
+  JOIN net.http_request_queue q ON q.id = f.request_id
+ WHERE f.event_id LIKE 'crash-%' AND f.status = 'sending'}),
+	'30', 'committed, and waiting in pg_net\'s queue');
+is(scalar(grep { $_->{headers}{'webhook-id'} =~ /^crash-/ } received()),
+	0, 'the downstream has none of them yet');
+my $old_max = $node->safe_psql('postgres',
+	"SELECT max(request_id) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'");
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type ILIKE '%pg_net%'");
+my $log_offset = -s $node->logfile;
+kill 'KILL', $pid or die "could not kill pg_net's worker $pid: $!";
+ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server is back after the crash restart');
+ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'kill -9 caused a crash restart');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM net.http_request_queue'),
+	'0', 'pg_net\'s queue is empty after the crash');
+# Another user of pg_net: its requests get the new life's ids, the same
+# numbers as the lost requests, and are answered 200.
+$node->safe_psql('postgres',
+	"SELECT net.http_post('$base/ok', '{\"other\": true}'::jsonb) FROM generate_series(1, $old_max)");
+ok($node->poll_query_until('postgres', "SELECT count(*) >= $old_max FROM net._http_response"),
+	'pg_net answered them');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE status_code = 200) || ' ' || min(id) || '-' || max(id) FROM net._http_response"),
+	"$old_max 1-$old_max",
+	"all 200, with ids 1 to $old_max of pg_net's new life (the lost requests had ids up to $old_max)");
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'") eq '0';
+		},
+		90),
+	'every forward lost with pg_net\'s queue was sent again, and delivered');
+my %crash = map { $_->{headers}{'webhook-id'} => 1 }
+  grep { $_->{headers}{'webhook-id'} =~ /^crash-/ } received();
+is(scalar(keys %crash), 30, 'the downstream received each of the 30 (none settled by another\'s response)');
+is( $node->safe_psql('down',
+		"SELECT count(*), count(DISTINCT event_id) FROM down_log WHERE event_id LIKE 'crash-%'"),
+	'30|30', 'and applied each exactly once');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET webhook_idem.forward_in_workers; SELECT pg_reload_conf()");
+
+# ---------------------------------------------------------------------
+# 4. A downstream that never answers: every attempt times out, until dead
+# after max_attempts (3); replay sends it again once it answers.
+is(deliver('up_hang', 'hang-1'), 'applied', 'hang-1 applied');
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'hang-1'") eq '1';
+		},
+		90),
+	'after three timeouts the forward is dead');
+like(
+	$node->safe_psql('postgres',
+		"SELECT attempts || ' ' || last_error FROM webhook_idem.dead_forwards WHERE event_id = 'hang-1'"),
+	qr/^3 timed out/, 'dead_forwards shows three attempts, timed out');
+is(scalar(received_for('/hang', 'hang-1')), 3, 'the downstream saw three requests');
+is(HTTP::Tiny->new->get("$base/control?hang=0")->{content}, 'hang=0', 'the downstream answers again');
+is($node->safe_psql('postgres', "SELECT webhook_idem.replay('up_hang', 'hang-1')"), 't', 'replay');
+ok(outbox_drained("source = 'up_hang'"), 'the replayed forward is delivered');
+is_deeply([ map { $_->{answer} } received_for('/hang', 'hang-1') ], [ 0, 0, 0, 200 ],
+	'a fourth request, answered 200');
+is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.forwards WHERE source = 'up_hang'"),
+	'0', 'nothing of it left in the outbox');
+
+# ---------------------------------------------------------------------
+# 5. A burst of 1,000 events, in ten transactions.
+$node->safe_psql('postgres',
+	join('', map {
+			"SELECT count(*) FROM generate_series($_ * 100 + 1, $_ * 100 + 100) g,"
+			  . " webhook_idem.apply_event('up_ok', convert_to(format('{\"id\": \"burst-%s\"}', g), 'UTF8')) o"
+			  . " WHERE o.status = 'applied';\n"
+	} 0 .. 9));
+ok(outbox_drained("event_id LIKE 'burst-%'", 180), 'the burst drained');
+my %burst = map { $_->{headers}{'webhook-id'} => 1 }
+  grep { $_->{headers}{'webhook-id'} =~ /^burst-/ } received();
+is(scalar(keys %burst), 1000, 'the downstream received all 1000');
+is( $node->safe_psql('down',
+		"SELECT count(*), count(DISTINCT event_id) FROM down_log WHERE event_id LIKE 'burst-%'"),
+	'1000|1000', 'and applied each exactly once');
+is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.forwards WHERE status <> 'dead'"),
+	'0', 'the outbox is empty');
+
+$server->kill_kill;
+$node->stop;
+done_testing();
