@@ -7,6 +7,7 @@
  */
 #include "pg/event_row.h"
 
+#include "pg/distribute.h"
 #include "pg/webhook_idem.h"
 
 extern "C" {
@@ -383,6 +384,9 @@ DirectPathOk(Relation rel, const AttrNumber *attnums)
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
 		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity)
+		return false;
+	/* On Citus the rows are in shards: this is an empty shell. */
+	if (EventsDistributed())
 		return false;
 	if (desc->constr != NULL &&
 		(desc->constr->num_check > 0 || desc->constr->has_generated_stored))

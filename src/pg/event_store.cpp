@@ -4,6 +4,8 @@
  */
 #include "pg/event_store.h"
 
+#include "pg/distribute.h"
+
 static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lock_skip_plan = NULL;
@@ -13,6 +15,13 @@ static SPIPlanPtr attempt_plan = NULL;
 static SPIPlanPtr busy_bump_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr extend_plan = NULL;
+static SPIPlanPtr routed_lock_plan = NULL;
+static SPIPlanPtr routed_lock_skip_plan = NULL;
+static SPIPlanPtr routed_bump_plan = NULL;
+static SPIPlanPtr routed_attempt_plan = NULL;
+static SPIPlanPtr routed_lease_plan = NULL;
+static SPIPlanPtr routed_extend_plan = NULL;
+static SPIPlanPtr routed_busy_bump_plan = NULL;
 
 SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
@@ -27,6 +36,71 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 		*slot = plan;
 	}
 	return *slot;
+}
+
+/*
+ * On Citus (distribute.cpp), a statement that names an event by its id
+ * names its event id too, the distribution column, so that Citus sends it
+ * to the one shard that holds it: RoutedPlan prepares, once per backend,
+ * sql with "AND event_id = $<nargs + 1>" after its "WHERE id = $1", and
+ * RoutedArgs appends the event id to the arguments.
+ */
+static SPIPlanPtr
+RoutedPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+{
+	if (*slot == NULL)
+	{
+		const char *where = "WHERE id OPERATOR(pg_catalog.=) $1";
+		const char *at = strstr(sql, where);
+		Oid		   *types = (Oid *) palloc(sizeof(Oid) * (nargs + 1));
+		StringInfoData buf;
+
+		if (at == NULL)
+			elog(ERROR, "statement has no id to route by");
+		initStringInfo(&buf);
+		appendBinaryStringInfo(&buf, sql, (int) (at - sql) + (int) strlen(where));
+		appendStringInfo(&buf, " AND event_id OPERATOR(pg_catalog.=) $%d", nargs + 1);
+		appendStringInfoString(&buf, at + strlen(where));
+		memcpy(types, argtypes, sizeof(Oid) * nargs);
+		types[nargs] = TEXTOID;
+		(void) KeepPlan(slot, buf.data, nargs + 1, types);
+		pfree(buf.data);
+		pfree(types);
+	}
+	return *slot;
+}
+
+/* Runs plan (local_plan's statement; routed_slot its routed form) for the
+ * event with this id: on Citus through the routed form, with the event's
+ * event id. SPI_OK_* as SPI_execute_plan, or SPI_OK_SELECT/UPDATE with
+ * nothing processed if there is no such event. */
+static int
+ExecuteForEvent(SPIPlanPtr local_plan, SPIPlanPtr *routed_slot, const char *sql, int64 id,
+				int nargs, const Oid *argtypes, Datum *args, const char *nulls, long count,
+				int none_rc)
+{
+	const char *key;
+	Datum	   *routed_args;
+	char	   *routed_nulls;
+
+	if (!EventsDistributed())
+		return SPI_execute_plan(local_plan, args, nulls, false, count);
+	key = EventKeyOf(id);
+	if (key == NULL)
+	{
+		SPI_processed = 0;
+		return none_rc;
+	}
+	routed_args = (Datum *) palloc(sizeof(Datum) * (nargs + 1));
+	routed_nulls = (char *) palloc(nargs + 2);
+	memcpy(routed_args, args, sizeof(Datum) * nargs);
+	routed_args[nargs] = CStringGetTextDatum(key);
+	for (int i = 0; i < nargs; i++)
+		routed_nulls[i] = nulls ? nulls[i] : ' ';
+	routed_nulls[nargs] = ' ';
+	routed_nulls[nargs + 1] = '\0';
+	return SPI_execute_plan(RoutedPlan(routed_slot, sql, nargs, argtypes), routed_args,
+							routed_nulls, false, count);
 }
 
 /* The SELECT list of every event read: the model's columns, then xmin. */
@@ -63,6 +137,7 @@ ReadEventRow(EventRow *row)
 	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
 	EventRowFromValues(row, values, nulls);
 	row->xmin = DatumGetTransactionId(values[N_EVENT_COLUMNS]);
+	RememberEventKey(row->id, row->event_id);
 }
 
 bool
@@ -139,7 +214,9 @@ LockEventRow(int64 id, bool skip_locked, EventRow *row)
 				   EventSelect(&wait_sql, "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"),
 				   1, argtypes);
 	Datum		arg = Int64GetDatum(id);
-	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+	int			rc = ExecuteForEvent(plan, skip_locked ? &routed_lock_skip_plan : &routed_lock_plan,
+									 skip_locked ? skip_sql : wait_sql, id, 1, argtypes, &arg,
+									 NULL, 1, SPI_OK_SELECT);
 
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
@@ -160,6 +237,7 @@ InsertEvent(const EventRow *row)
 
 	if (stored.last_error != NULL)
 		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
+	RememberEventKey(stored.id, stored.event_id);
 	if (InsertEventDirect(&stored))
 		return;
 
@@ -195,15 +273,15 @@ void
 BumpDeliveries(int64 id, bool make_due)
 {
 	static const Oid argtypes[2] = {INT8OID, BOOLOID};
-	SPIPlanPtr	plan = KeepPlan(&bump_plan,
-								"UPDATE webhook_idem.events"
-								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
-								"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
-								"       THEN pg_catalog.now() ELSE next_attempt_at END"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								2, argtypes);
+	static const char *sql = "UPDATE webhook_idem.events"
+		" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+		"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
+		"       THEN pg_catalog.now() ELSE next_attempt_at END"
+		" WHERE id OPERATOR(pg_catalog.=) $1";
+	SPIPlanPtr	plan = KeepPlan(&bump_plan, sql, 2, argtypes);
 	Datum		args[2] = {Int64GetDatum(id), BoolGetDatum(make_due)};
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	int			rc = ExecuteForEvent(plan, &routed_bump_plan, sql, id, 2, argtypes, args, NULL, 0,
+									 SPI_OK_UPDATE);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
@@ -225,7 +303,22 @@ CountBusyDelivery(const char *source, const char *event_id)
 								2, argtypes);
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
 	bool		isnull;
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 1);
+	int			rc;
+
+	/* On Citus both sides name the shard (the join is not on event_id). */
+	if (EventsDistributed())
+		plan = KeepPlan(&routed_busy_bump_plan,
+						"UPDATE webhook_idem.events e"
+						" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
+						" FROM (SELECT id FROM webhook_idem.events"
+						"        WHERE source OPERATOR(pg_catalog.=) $1"
+						"          AND event_id OPERATOR(pg_catalog.=) $2"
+						"        FOR UPDATE SKIP LOCKED) l"
+						" WHERE e.id OPERATOR(pg_catalog.=) l.id"
+						"   AND e.event_id OPERATOR(pg_catalog.=) $2"
+						" RETURNING e.attempts",
+						2, argtypes);
+	rc = SPI_execute_plan(plan, args, NULL, false, 1);
 
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
@@ -244,8 +337,7 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	/* The retry rule (queue.h): retry_in if given, else the backoff rule of
 	 * webhook_idem._retry_delay for the failures counted since the last
 	 * replay. */
-	SPIPlanPtr	plan = KeepPlan(&attempt_plan,
-								"UPDATE webhook_idem.events"
+	static const char *sql = "UPDATE webhook_idem.events"
 								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
 								"     last_error = $5,"
 								"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
@@ -256,8 +348,8 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 								"                             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
 								"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								8, argtypes);
+								" WHERE id OPERATOR(pg_catalog.=) $1";
+	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 8, argtypes);
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
@@ -274,7 +366,8 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	nulls[6] = backoff ? ' ' : 'n';
 	values[7] = retry_in ? IntervalPGetDatum(retry_in) : (Datum) 0;
 	nulls[7] = retry_in ? ' ' : 'n';
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	rc = ExecuteForEvent(plan, &routed_attempt_plan, sql, id, 8, argtypes, values, nulls, 0,
+						 SPI_OK_UPDATE);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
 }
@@ -298,7 +391,8 @@ LeaseEvent(int64 id, const Interval *lease, EventRow *row)
 										   " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
 										   EventReadList()));
 	plan = KeepPlan(&lease_plan, sql, 2, argtypes);
-	rc = SPI_execute_plan(plan, args, NULL, false, 1);
+	rc = ExecuteForEvent(plan, &routed_lease_plan, sql, id, 2, argtypes, args, NULL, 1,
+						 SPI_OK_UPDATE_RETURNING);
 	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "leasing event failed: %s", SPI_result_code_string(rc));
 	ReadEventRow(row);
@@ -308,15 +402,15 @@ bool
 ExtendLease(int64 id, int32 attempt, const Interval *lease)
 {
 	static const Oid argtypes[3] = {INT8OID, INT4OID, INTERVALOID};
-	SPIPlanPtr	plan = KeepPlan(&extend_plan,
-								"UPDATE webhook_idem.events"
-								" SET lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
-								"     next_attempt_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
-								" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
-								"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status",
-								3, argtypes);
+	static const char *sql = "UPDATE webhook_idem.events"
+		" SET lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"     next_attempt_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+		" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status";
+	SPIPlanPtr	plan = KeepPlan(&extend_plan, sql, 3, argtypes);
 	Datum		args[3] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease)};
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	int			rc = ExecuteForEvent(plan, &routed_extend_plan, sql, id, 3, argtypes, args, NULL, 0,
+									 SPI_OK_UPDATE);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "extending lease failed: %s", SPI_result_code_string(rc));
