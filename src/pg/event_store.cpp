@@ -350,8 +350,8 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 								"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
 								" WHERE id OPERATOR(pg_catalog.=) $1";
 	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 8, argtypes);
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[11];
+	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\0'};
 	int			rc;
 
 	values[0] = Int64GetDatum(id);
@@ -366,8 +366,53 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	nulls[6] = backoff ? ' ' : 'n';
 	values[7] = retry_in ? IntervalPGetDatum(retry_in) : (Datum) 0;
 	nulls[7] = retry_in ? ' ' : 'n';
-	rc = ExecuteForEvent(plan, &routed_attempt_plan, sql, id, 8, argtypes, values, nulls, 0,
-						 SPI_OK_UPDATE);
+	if (EventsDistributed())
+	{
+		/*
+		 * Citus refuses volatile functions in an UPDATE (clock_timestamp(),
+		 * the jitter of the retry rule): a routed SELECT on the event's
+		 * node works out the times by the same rule, the UPDATE stores them.
+		 */
+		static const Oid routed_types[11] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+		INTERVALOID, INTERVALOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		static SPIPlanPtr times_plan = NULL;
+		const char *key = EventKeyOf(id);
+		bool		isnull;
+
+		if (key == NULL)
+			return;
+		values[8] = CStringGetTextDatum(key);
+		(void) KeepPlan(&times_plan,
+						"SELECT pg_catalog.clock_timestamp(),"
+						"       CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
+						"             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
+						"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+						"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
+						"  FROM webhook_idem.events"
+						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
+						9, routed_types);
+		rc = SPI_execute_plan(times_plan, values, nulls, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return;
+		values[9] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		values[10] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		nulls[10] = isnull ? 'n' : ' ';
+		(void) KeepPlan(&routed_attempt_plan,
+						"UPDATE webhook_idem.events"
+						" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
+						"     last_error = $5,"
+						"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
+						"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied' THEN $10 END,"
+						"     lease_until = NULL,"
+						"     next_attempt_at = $11"
+						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
+						11, routed_types);
+		rc = SPI_execute_plan(routed_attempt_plan, values, nulls, false, 0);
+	}
+	else
+		rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
 }
@@ -408,9 +453,25 @@ ExtendLease(int64 id, int32 attempt, const Interval *lease)
 		" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
 		"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status";
 	SPIPlanPtr	plan = KeepPlan(&extend_plan, sql, 3, argtypes);
-	Datum		args[3] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease)};
-	int			rc = ExecuteForEvent(plan, &routed_extend_plan, sql, id, 3, argtypes, args, NULL, 0,
-									 SPI_OK_UPDATE);
+	Datum		args[4] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease),
+	TimestampTzGetDatum(GetCurrentTimestamp())};
+	int			rc;
+
+	if (EventsDistributed())
+	{
+		/* Citus refuses clock_timestamp() in an UPDATE: the time is passed. */
+		static const Oid routed_types[4] = {INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID};
+		static const char *routed_sql = "UPDATE webhook_idem.events"
+			" SET lease_until = $4 OPERATOR(pg_catalog.+) $3,"
+			"     next_attempt_at = $4 OPERATOR(pg_catalog.+) $3"
+			" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
+			"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status";
+
+		rc = ExecuteForEvent(KeepPlan(&extend_plan, sql, 3, argtypes), &routed_extend_plan,
+							 routed_sql, id, 4, routed_types, args, NULL, 0, SPI_OK_UPDATE);
+	}
+	else
+		rc = SPI_execute_plan(plan, args, NULL, false, 0);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "extending lease failed: %s", SPI_result_code_string(rc));

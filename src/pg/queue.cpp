@@ -8,6 +8,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/distribute.h"
+
 extern "C" {
 #include "utils/tuplestore.h"
 
@@ -118,9 +120,38 @@ DueScanNext(DueScan *scan, char **source_name)
 				   " ORDER BY source, next_attempt_at LIMIT 1"
 				   " FOR UPDATE SKIP LOCKED",
 				   3, argtypes);
+	static SPIPlanPtr distributed_due_plan = NULL;
+	static SPIPlanPtr distributed_source_due_plan = NULL;
 	Datum	   *elems;
 	Datum		args[3];
 	char		nulls[3] = {scan->source ? ' ' : 'n', ' ', ' '};
+	bool		distributed = EventsDistributed();
+
+	/*
+	 * On Citus (distribute.cpp) a statement over every shard cannot lock
+	 * rows: the candidate is read without a lock (each shard's first due
+	 * event, merged in order), and TakeDueEvent locks it on its shard with
+	 * SKIP LOCKED, through a statement routed by its event id; one that
+	 * someone holds is passed over like any other.
+	 */
+	if (distributed)
+		plan = scan->source == NULL
+			? KeepPlan(&distributed_due_plan,
+					   "SELECT id, source, event_id FROM webhook_idem.events"
+					   " WHERE " WI_DUE_SQL
+					   "   AND $1 IS NULL"
+					   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+					   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+					   " ORDER BY next_attempt_at LIMIT 1",
+					   3, argtypes)
+			: KeepPlan(&distributed_source_due_plan,
+					   "SELECT id, source, event_id FROM webhook_idem.events"
+					   " WHERE " WI_DUE_SQL
+					   "   AND source OPERATOR(pg_catalog.=) $1"
+					   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+					   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+					   " ORDER BY source, next_attempt_at LIMIT 1",
+					   3, argtypes);
 	bool		isnull;
 	int			rc;
 
@@ -141,6 +172,9 @@ DueScanNext(DueScan *scan, char **source_name)
 	if (SPI_processed == 0)
 		return 0;
 	*source_name = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (distributed)
+		RememberEventKey(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+						 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
