@@ -205,6 +205,11 @@ BEGIN
   PERFORM create_distributed_table('webhook_idem.events', 'event_id',
                                    shard_count => coalesce(distribute.shard_count,
                                                            current_setting('citus.shard_count')::integer));
+  -- The rows were copied into the shards; the coordinator's copies go (they
+  -- would come back with undistribute()).
+  PERFORM truncate_local_data_after_distributing_table('webhook_idem.events');
+  PERFORM truncate_local_data_after_distributing_table('webhook_idem.source_secrets');
+  PERFORM truncate_local_data_after_distributing_table('webhook_idem.sources');
   -- apply_event is deliberately not a Citus distributed function: Citus
   -- 13.2 crashes the server planning a call whose distribution argument is
   -- NULL (as event_id usually is). It routes its own statements instead
@@ -213,6 +218,40 @@ END
 $$;
 COMMENT ON FUNCTION webhook_idem.distribute(integer)
   IS 'On a Citus coordinator: events distributed by event_id, sources and source_secrets reference tables';
+
+-- Makes one of the extension's Citus tables a plain table on the
+-- coordinator again, with its rows. Citus's undistribute_table() cannot: it
+-- rebuilds the table, and the extension owns it. So, as Citus does when such
+-- a table is dropped: the rows are gathered, the shards and the metadata
+-- removed (the workers keep their own copy of the extension's table), and
+-- the rows written back.
+CREATE FUNCTION webhook_idem._undistribute_table(tab regclass)
+  RETURNS void
+  LANGUAGE plpgsql
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+DECLARE
+  nsp text;
+  rel text;
+  trg text;
+BEGIN
+  SELECT n.nspname, c.relname INTO nsp, rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tab;
+  EXECUTE format('CREATE TEMP TABLE webhook_idem_undistributed ON COMMIT DROP AS SELECT * FROM %s', tab);
+  PERFORM master_remove_distributed_table_metadata_from_workers(tab, nsp, rel);
+  PERFORM citus_drop_all_shards(tab, nsp, rel);
+  PERFORM master_remove_partition_metadata(tab, nsp, rel);
+  DELETE FROM pg_dist_object WHERE classid = 'pg_class'::regclass AND objid = tab;
+  FOR trg IN SELECT t.tgname FROM pg_trigger t
+              WHERE t.tgrelid = tab AND t.tgname LIKE 'truncate\_trigger%' LOOP
+    EXECUTE format('DROP TRIGGER %I ON %s', trg, tab);
+  END LOOP;
+  EXECUTE format('INSERT INTO %s SELECT * FROM pg_temp.webhook_idem_undistributed', tab);
+  DROP TABLE pg_temp.webhook_idem_undistributed;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._undistribute_table(regclass)
+  IS 'Makes an extension table distributed by Citus a plain table on the coordinator again, with its rows';
 
 -- Turns the distributed layout back into plain tables on the coordinator
 -- (all events gathered from the shards).
@@ -226,11 +265,33 @@ BEGIN
      OR NOT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'webhook_idem.events'::regclass) THEN
     RETURN;
   END IF;
+  IF (SELECT groupid FROM pg_dist_local_group) <> 0 THEN
+    RAISE EXCEPTION 'webhook_idem.undistribute() runs on the coordinator'
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  -- No delivery may write while the rows move (they wait, then see plain
+  -- tables).
+  LOCK TABLE webhook_idem.sources, webhook_idem.source_secrets, webhook_idem.events
+    IN EXCLUSIVE MODE;
+  -- Children first: the foreign key goes (here: the shards go with their
+  -- own), and comes back between plain tables.
+  PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+  ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT source_secrets_source_fkey;
+  PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
   PERFORM webhook_idem._undistribute_table('webhook_idem.events');
-  ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,
-    ADD CONSTRAINT events_pkey PRIMARY KEY (id);
   PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets');
   PERFORM webhook_idem._undistribute_table('webhook_idem.sources');
+  ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
+    FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
+  ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,
+    ADD CONSTRAINT events_pkey PRIMARY KEY (id);
+  PERFORM webhook_idem._point_triggers(false);
+  -- One sequence again, past every id handed out on any node.
+  ALTER SEQUENCE webhook_idem.events_id_seq NO MAXVALUE;
+  PERFORM setval('webhook_idem.events_id_seq', greatest(
+    (SELECT coalesce(max(id), 1) FROM webhook_idem.events),
+    (SELECT coalesce(s.last_value, 1) FROM pg_sequences s
+      WHERE s.schemaname = 'webhook_idem' AND s.sequencename = 'events_id_seq')));
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.undistribute()
