@@ -279,9 +279,25 @@ BumpDeliveries(int64 id, bool make_due)
 		"       THEN pg_catalog.now() ELSE next_attempt_at END"
 		" WHERE id OPERATOR(pg_catalog.=) $1";
 	SPIPlanPtr	plan = KeepPlan(&bump_plan, sql, 2, argtypes);
-	Datum		args[2] = {Int64GetDatum(id), BoolGetDatum(make_due)};
-	int			rc = ExecuteForEvent(plan, &routed_bump_plan, sql, id, 2, argtypes, args, NULL, 0,
-									 SPI_OK_UPDATE);
+	Datum		args[3] = {Int64GetDatum(id), BoolGetDatum(make_due),
+	TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
+	int			rc;
+
+	if (EventsDistributed())
+	{
+		/* Citus refuses now() inside a CASE of an UPDATE: it is passed. */
+		static const Oid routed_types[3] = {INT8OID, BOOLOID, TIMESTAMPTZOID};
+		static const char *routed_sql = "UPDATE webhook_idem.events"
+			" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+			"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
+			"       THEN $3 ELSE next_attempt_at END"
+			" WHERE id OPERATOR(pg_catalog.=) $1";
+
+		rc = ExecuteForEvent(plan, &routed_bump_plan, routed_sql, id, 3, routed_types, args, NULL, 0,
+							 SPI_OK_UPDATE);
+	}
+	else
+		rc = SPI_execute_plan(plan, args, NULL, false, 0);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));

@@ -286,12 +286,9 @@ BEGIN
   ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,
     ADD CONSTRAINT events_pkey PRIMARY KEY (id);
   PERFORM webhook_idem._point_triggers(false);
-  -- One sequence again, past every id handed out on any node.
-  ALTER SEQUENCE webhook_idem.events_id_seq NO MAXVALUE;
-  PERFORM setval('webhook_idem.events_id_seq', greatest(
-    (SELECT coalesce(max(id), 1) FROM webhook_idem.events),
-    (SELECT coalesce(s.last_value, 1) FROM pg_sequences s
-      WHERE s.schemaname = 'webhook_idem' AND s.sequencename = 'events_id_seq')));
+  -- events_id_seq keeps the coordinator's range: the ids it hands out from
+  -- now on are below every other node's range, so none is handed out twice
+  -- should the table be distributed again.
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.undistribute()
