@@ -1,7 +1,7 @@
 # test.mk - the project's own entry points around PGXS: set-up, unit tests,
 # PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
 
-.PHONY: setup demo test unit check-pg sdk tap load fuzz fuzz-build bench
+.PHONY: setup demo test unit check-pg sdk tap citus load fuzz fuzz-build bench
 
 BUILD_DIR = build
 CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
@@ -46,9 +46,14 @@ check-pg:
 sdk:
 	pg_virtualenv -t -v $(PG_MAJOR) bash test/sdk/run.sh
 
-# TAP tests (crashes, restarts) run as the postgres user.
-tap:
+# TAP tests (crashes, restarts) run as the postgres user. Citus first: the
+# scale-out suite (050_citus.pl) needs it, and skips itself without it
+# (scripts/citus.sh uses an installed Citus, or builds CITUS_SRC once).
+tap: citus
 	bash test/run_tap.sh
+
+citus:
+	bash scripts/citus.sh
 
 # The bounded load test: receivers and workers together on a throwaway cluster.
 load:
