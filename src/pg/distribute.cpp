@@ -25,6 +25,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_claim_here);
+PG_FUNCTION_INFO_V1(webhook_idem_events_distributed);
 }
 
 /* Whether events is distributed: -1 unknown (look again), 0 no, 1 yes. */
@@ -153,6 +154,13 @@ webhook_idem_claim_here(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(LockEventHere(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								 text_to_cstring(PG_GETARG_TEXT_PP(1)), PG_GETARG_BOOL(2)));
+}
+
+/* webhook_idem._events_distributed() RETURNS boolean: EventsDistributed(). */
+extern "C" Datum
+webhook_idem_events_distributed(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(EventsDistributed());
 }
 
 void

@@ -11,6 +11,46 @@ CREATE FUNCTION webhook_idem._claim_here(source text, event_id text, wait boolea
 COMMENT ON FUNCTION webhook_idem._claim_here(text, text, boolean)
   IS 'Takes an event''s claim lock on this node (on Citus: the node that holds the event''s shard)';
 
+-- True if webhook_idem.events is a Citus distributed table here.
+CREATE FUNCTION webhook_idem._events_distributed()
+  RETURNS boolean
+  LANGUAGE c STABLE
+  AS 'MODULE_PATHNAME', 'webhook_idem_events_distributed';
+COMMENT ON FUNCTION webhook_idem._events_distributed()
+  IS 'True if webhook_idem.events is a Citus distributed table in this database';
+
+-- purge() on Citus: a statement over every shard cannot lock rows, so the
+-- victims are chosen without SKIP LOCKED and deleted by (event_id, id); a
+-- row a delivery holds is waited for, and left if it is no longer applied.
+CREATE FUNCTION webhook_idem._purge_distributed(older_than interval, max_rows integer)
+  RETURNS bigint
+  LANGUAGE plpgsql
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+DECLARE
+  total bigint := 0;
+  n bigint;
+BEGIN
+  LOOP
+    WITH victims AS MATERIALIZED (
+      SELECT e.id, e.event_id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE e.status = 'applied'
+         AND e.applied_at < now() - LEAST(coalesce(_purge_distributed.older_than, s.retention), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, coalesce(_purge_distributed.max_rows, 10000) - total))
+    DELETE FROM webhook_idem.events e USING victims v
+     WHERE e.event_id = v.event_id AND e.id = v.id AND e.status = 'applied';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= coalesce(_purge_distributed.max_rows, 10000);
+  END LOOP;
+  RETURN total;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._purge_distributed(interval, integer)
+  IS 'purge() on Citus: deletes applied events past their retention from every shard';
+
 -- On Citus the triggers of sources and source_secrets fire on each node's
 -- copy (shard) of the table, in a statement Citus runs there: they must not
 -- start distributed statements of their own (webhook_idem.sources from a

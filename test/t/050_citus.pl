@@ -97,6 +97,9 @@ BEGIN
   INSERT INTO app.applied (event_id, source, node)
     VALUES (p->>'id', coalesce(p->>'src', '?'), current_setting('port')::int);
   PERFORM pg_sleep(coalesce((p->>'sleep')::float, 0));
+  IF p ? 'fail' THEN
+    RAISE EXCEPTION 'handler told to fail';
+  END IF;
   PERFORM pg_advisory_xact_lock_shared(42);
   RETURN jsonb_build_object('node', current_setting('port')::int);
 END
@@ -387,6 +390,29 @@ is( $coord->safe_psql(
 SELECT count(DISTINCT id) = count(*) FROM webhook_idem.events}),
 	't', 'ids are unique across the nodes that recorded events');
 
+# Dead letters and replay, purge: the operations over the shards.
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'once_src', scheme => 'none', max_attempts => 1,
+  handler => 'app.on_event(jsonb)'::regprocedure);
+});
+is($w1->safe_psql('postgres', deliver_sql('once_src', 'dead-1', ', "fail": 1')),
+	'dead', 'a failing event of a one-attempt source is dead (delivered through worker1)');
+is($w2->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.dead_letters WHERE event_id = 'dead-1'"),
+	'1', 'worker2 sees it in dead_letters');
+is($coord->safe_psql('postgres', "SELECT webhook_idem.replay('once_src', 'dead-1')"),
+	't', 'replay() puts it back in the queue');
+is( $coord->safe_psql(
+		'postgres',
+		"SELECT status || '|' || attempts || '|' || attempts_base FROM webhook_idem.events WHERE event_id = 'dead-1'"),
+	'queued|1|1',
+	'replayed: queued, with a fresh budget, attempts kept');
+my $before_purge = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM webhook_idem.events WHERE status = 'applied'");
+is($w2->safe_psql('postgres', "SELECT webhook_idem.purge(interval '0 seconds', 7)"),
+	'7', 'purge() on a worker deletes 7 applied events, over the shards');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.events WHERE status = 'applied'"),
+	$before_purge - 7, 'and exactly those');
+
 # --- 4. A shard moved while deliveries go on -----------------------------
 
 my ($move_shard) = $coord->safe_psql(
@@ -448,7 +474,7 @@ $plain->command_ok(
 is($plain->safe_psql('postgres',
 		"SELECT count(*) || '|' || sum(attempts) FROM webhook_idem.events"),
 	$events_before, 'the restored server has every event of every shard');
-is($plain->safe_psql('postgres', deliver_sql('sync_src', 'rc-1', ', "sleep": 0.005')),
+is($plain->safe_psql('postgres', deliver_sql('sync_src', $move_ids[0], ', "sleep": 0.02')),
 	'duplicate', 'and still de-duplicates them');
 $plain->stop;
 
@@ -460,7 +486,7 @@ is($coord->safe_psql('postgres',
 is($coord->safe_psql('postgres',
 		"SELECT count(*) || '|' || sum(attempts) FROM webhook_idem.events"),
 	$events_before, 'undistribute(): every event is in the local table');
-is($coord->safe_psql('postgres', deliver_sql('sync_src', 'rr-7', ', "sleep": 0.005')),
+is($coord->safe_psql('postgres', deliver_sql('sync_src', $move_ids[1], ', "sleep": 0.02')),
 	'duplicate', 'undistribute(): deliveries de-duplicate locally');
 is($coord->safe_psql('postgres', deliver_sql('sync_src', 'local-1')),
 	'applied', 'undistribute(): new events apply locally');

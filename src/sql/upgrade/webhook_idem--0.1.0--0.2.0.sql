@@ -435,7 +435,9 @@ COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
 
 -- ---------------------------------------------------------------------
 -- Scale-out on Citus (issue 13, docs/scale-out.md): the same definitions
--- as src/sql/70_distribute.sql.
+-- as src/sql/70_distribute.sql, and replay() and purge() as 40_async.sql
+-- has them (Citus refuses clock_timestamp() in an UPDATE, and row locks
+-- in a statement over every shard).
 -- ---------------------------------------------------------------------
 
 -- Takes an event's claim lock in this node's lock table. On Citus,
@@ -448,6 +450,46 @@ CREATE FUNCTION webhook_idem._claim_here(source text, event_id text, wait boolea
   AS 'MODULE_PATHNAME', 'webhook_idem_claim_here';
 COMMENT ON FUNCTION webhook_idem._claim_here(text, text, boolean)
   IS 'Takes an event''s claim lock on this node (on Citus: the node that holds the event''s shard)';
+
+-- True if webhook_idem.events is a Citus distributed table here.
+CREATE FUNCTION webhook_idem._events_distributed()
+  RETURNS boolean
+  LANGUAGE c STABLE
+  AS 'MODULE_PATHNAME', 'webhook_idem_events_distributed';
+COMMENT ON FUNCTION webhook_idem._events_distributed()
+  IS 'True if webhook_idem.events is a Citus distributed table in this database';
+
+-- purge() on Citus: a statement over every shard cannot lock rows, so the
+-- victims are chosen without SKIP LOCKED and deleted by (event_id, id); a
+-- row a delivery holds is waited for, and left if it is no longer applied.
+CREATE FUNCTION webhook_idem._purge_distributed(older_than interval, max_rows integer)
+  RETURNS bigint
+  LANGUAGE plpgsql
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+DECLARE
+  total bigint := 0;
+  n bigint;
+BEGIN
+  LOOP
+    WITH victims AS MATERIALIZED (
+      SELECT e.id, e.event_id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE e.status = 'applied'
+         AND e.applied_at < now() - LEAST(coalesce(_purge_distributed.older_than, s.retention), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, coalesce(_purge_distributed.max_rows, 10000) - total))
+    DELETE FROM webhook_idem.events e USING victims v
+     WHERE e.event_id = v.event_id AND e.id = v.id AND e.status = 'applied';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= coalesce(_purge_distributed.max_rows, 10000);
+  END LOOP;
+  RETURN total;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._purge_distributed(interval, integer)
+  IS 'purge() on Citus: deletes applied events past their retention from every shard';
 
 -- On Citus the triggers of sources and source_secrets fire on each node's
 -- copy (shard) of the table, in a statement Citus runs there: they must not
@@ -732,7 +774,73 @@ $$;
 COMMENT ON FUNCTION webhook_idem.undistribute()
   IS 'On a Citus coordinator: makes events, sources and source_secrets plain tables again, with every event';
 
+CREATE OR REPLACE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  replayed boolean;
+  due timestamptz := clock_timestamp();  -- a value: Citus refuses clock_timestamp() in an UPDATE
+BEGIN
+  UPDATE webhook_idem.events e
+     SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
+         next_attempt_at = due,
+         lease_until = NULL
+   WHERE e.source = replay.source AND e.event_id = replay.event_id
+     AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
+  RETURNING true INTO replayed;
+  IF replayed THEN
+    PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
+  END IF;
+  RETURN coalesce(replayed, false);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  total bigint := 0;
+  n bigint;
+BEGIN
+  IF purge.older_than < interval '0' THEN
+    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF purge.max_rows < 0 THEN
+    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed.
+  IF webhook_idem._events_distributed() THEN
+    RETURN webhook_idem._purge_distributed(purge.older_than, purge.max_rows);
+  END IF;
+  -- Oldest first by id, in batches; rows that someone holds are skipped,
+  -- so deliveries are never waited for. A retention past 1000 years counts
+  -- as 1000 years: now() minus more could leave the timestamp type, and
+  -- one such source would stop purge() for every other.
+  LOOP
+    WITH victims AS (
+      SELECT e.id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE e.status = 'applied'
+         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
+         FOR UPDATE OF e SKIP LOCKED)
+    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
+  END LOOP;
+  RETURN total;
+END
+$$;
+
 REVOKE ALL ON FUNCTION webhook_idem._claim_here(text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._events_distributed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._purge_distributed(interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._local_shard(regclass, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets_on_shard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._source_became_async_on_shard() FROM PUBLIC;
