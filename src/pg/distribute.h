@@ -8,6 +8,8 @@
 
 #include "pg/postgres_includes.h"
 
+#include "pg/event_row.h"
+
 /* True if webhook_idem.events is a Citus distributed table in this
  * database (pg_dist_partition names it); cached until a relcache
  * invalidation of it. */
@@ -21,6 +23,10 @@ bool		LockEventOnShard(const char *source, const char *event_id, bool wait);
 /* Takes the claim lock of (source, event_id) in this node's lock table
  * (lock.cpp; LockEvent's lock without its re-entrancy rule or routing). */
 bool		LockEventHere(const char *source, const char *event_id, bool wait);
+
+/* Reads the event (source, event_id) through SQL, which Citus routes to
+ * its shard (READ COMMITTED; event_store.cpp). Needs SPI. */
+bool		LookupEventRouted(const char *source, const char *event_id, EventRow *row);
 
 /* Remembers that the event with this id has this event id (an event's id
  * and event id never change). */

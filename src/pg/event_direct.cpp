@@ -14,6 +14,8 @@
  */
 #include "pg/event_store.h"
 
+#include "pg/distribute.h"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -29,7 +31,7 @@ extern "C" {
 int
 LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 {
-	Relation	rel = table_open(EventsRelid(), AccessShareLock);
+	Relation	rel;
 	const EventsRelFacts *facts;
 	Relation	idx;
 	Snapshot	snapshot;
@@ -37,6 +39,11 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	bool		found;
+
+	/* On Citus the rows are in shards: one statement, routed by event_id. */
+	if (EventsDistributed())
+		return LookupEventRouted(source, event_id, row) ? 1 : 0;
+	rel = table_open(EventsRelid(), AccessShareLock);
 
 	/* The table is locked: its facts (rebuilt if invalidated) hold until
 	 * this transaction ends. */

@@ -140,6 +140,33 @@ ReadEventRow(EventRow *row)
 	RememberEventKey(row->id, row->event_id);
 }
 
+/* The lookup plan: the event (source, event_id), every column and xmin. */
+static SPIPlanPtr
+LookupPlan(void)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	static char *sql = NULL;
+
+	return KeepPlan(&lookup_plan,
+					EventSelect(&sql, "WHERE source OPERATOR(pg_catalog.=) $1"
+								" AND event_id OPERATOR(pg_catalog.=) $2"),
+					2, argtypes);
+}
+
+bool
+LookupEventRouted(const char *source, const char *event_id, EventRow *row)
+{
+	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
+	int			rc = SPI_execute_plan(LookupPlan(), args, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	ReadEventRow(row);
+	return true;
+}
+
 bool
 LookupEvent(const char *source, const char *event_id, EventRow *row)
 {
