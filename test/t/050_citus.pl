@@ -9,8 +9,11 @@
 #   2. a worker killed (kill -9) in the middle of a handler, then restarted:
 #      nothing of that delivery remains, a redelivery applies it once; the
 #      same for the worker that holds the event's shard;
+#   on_concurrent => 'conflict' answered at once across nodes; a rotated
+#   secret refused at once on every node;
 #   3. async workers on every node claiming the same queue: each event
 #      applied once; the fencing token (id, attempts) holds across nodes;
+#      dead letters, replay and purge over the shards;
 #   4. a shard moved to the other worker while deliveries go on;
 #   5. pg_dump of the coordinator restores every event into a plain server;
 #      undistribute() brings the rows back, distribute() again keeps them;
@@ -330,6 +333,63 @@ for my $id ($kill_a, $kill_b)
 is( $coord->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
 	'0', 'no prepared transaction left behind on the coordinator');
 
+# on_concurrent => 'conflict' across nodes: a delivery held in its handler on
+# worker1, the same event through the coordinator is answered 409 at once.
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'conflict_src', scheme => 'none',
+  on_concurrent => 'conflict', handler => 'app.on_event(jsonb)'::regprocedure);
+});
+{
+	my $blocker = $w1->background_psql('postgres');
+	$blocker->query_safe('SELECT pg_advisory_lock(42)');
+	my $held = $w1->background_psql('postgres', on_error_stop => 0);
+	$held->query_until(qr/delivering/,
+		"\\echo delivering\n" . deliver_sql('conflict_src', 'busy-1') . ";\n");
+	$w1->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%apply_event%'});
+	is($coord->safe_psql('postgres', deliver_sql('conflict_src', 'busy-1')),
+		'in_progress', 'conflict: the same event through the coordinator is in_progress at once');
+	is($w2->safe_psql('postgres', deliver_sql('conflict_src', 'busy-1')),
+		'in_progress', 'conflict: and through worker2');
+	$blocker->query_safe('SELECT pg_advisory_unlock(42)');
+	$held->quit;
+	$blocker->quit;
+	is($w2->safe_psql('postgres', deliver_sql('conflict_src', 'busy-1')),
+		'duplicate', 'conflict: once applied, a duplicate');
+}
+
+# A rotated secret stops verifying on every node from the next statement,
+# in sessions that already cached the source.
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'signed_src', scheme => 'hmac',
+  secrets => ARRAY['old-secret'], handler => 'app.on_event(jsonb)'::regprocedure);
+});
+# A signed delivery of $id with $secret, answering its status.
+sub signed_sql
+{
+	my ($id, $secret) = @_;
+	my $body = "convert_to('{\"id\": \"$id\"}', 'UTF8')";
+	return "SELECT status FROM webhook_idem.apply_event('signed_src', $body, "
+	  . "jsonb_build_object('X-Webhook-Signature', encode(webhook_idem.hmac($body, convert_to('$secret', 'UTF8')), 'hex')))";
+}
+{
+	my @sessions = map { $_->background_psql('postgres') } @nodes;
+	is($sessions[$_]->query_safe(signed_sql("sig-a$_", 'old-secret')),
+		'applied', $nodes[$_]->name . ': signed with the old secret, applied') for 0 .. 2;
+	$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'signed_src', scheme => 'hmac',
+  secrets => ARRAY['new-secret'], handler => 'app.on_event(jsonb)'::regprocedure);
+});
+	is($sessions[$_]->query_safe(signed_sql("sig-b$_", 'old-secret')),
+		'invalid_signature', $nodes[$_]->name . ': after rotation the old secret is refused at once')
+	  for 0 .. 2;
+	is($sessions[$_]->query_safe(signed_sql("sig-c$_", 'new-secret')),
+		'applied', $nodes[$_]->name . ': the new secret verifies') for 0 .. 2;
+	$_->quit for @sessions;
+}
+
 # --- 3. Async workers on every node --------------------------------------
 
 my @async_ids = map { "q-$_" } (1 .. 40);
@@ -399,6 +459,8 @@ is($w1->safe_psql('postgres', deliver_sql('once_src', 'dead-1', ', "fail": 1')),
 	'dead', 'a failing event of a one-attempt source is dead (delivered through worker1)');
 is($w2->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.dead_letters WHERE event_id = 'dead-1'"),
 	'1', 'worker2 sees it in dead_letters');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM app.applied WHERE event_id = 'dead-1'"),
+	'0', "the failed handler's effect (on another node) was undone with its savepoint");
 is($coord->safe_psql('postgres', "SELECT webhook_idem.replay('once_src', 'dead-1')"),
 	't', 'replay() puts it back in the queue');
 is( $coord->safe_psql(
