@@ -103,7 +103,13 @@ echo "citus.sh: installing Citus into $pkglibdir"
 if [ -n "${WEBHOOK_IDEM_LOCK_HELD:-}" ]; then
 	make -C "$build" with_llvm=no install >"$build/install.log" 2>&1
 else
-	flock -w 1800 "$lock" make -C "$build" with_llvm=no install >"$build/install.log" 2>&1
+	exec 9>>"$lock"
+	if ! flock -n 9; then
+		echo "citus.sh: waiting for the install lock $lock (set WEBHOOK_IDEM_LOCK_HELD=1 if this command runs under it)"
+		flock -w 1800 9 || { echo "citus.sh: could not take $lock" >&2; exit 1; }
+	fi
+	make -C "$build" with_llvm=no install >"$build/install.log" 2>&1
+	flock -u 9
 fi
 v=$(installed_version) || { tail -20 "$build/install.log" >&2; echo "citus.sh: make install did not install Citus" >&2; exit 1; }
 echo "citus.sh: Citus $v installed"

@@ -9,7 +9,7 @@ packages=(
   postgresql-15 postgresql-contrib postgresql-server-dev-15 postgresql-15-cron
   libssl-dev libipc-run-perl make g++ clang libclang-rt-14-dev
   libgtest-dev libbenchmark-dev libpq-dev python3-psycopg2 curl openssl nodejs
-  liblz4-dev libzstd-dev libkrb5-dev
+  liblz4-dev libzstd-dev libkrb5-dev  # to build Citus for the scale-out suite (scripts/citus.sh)
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(redis-server libhiredis-dev python3-matplotlib)
