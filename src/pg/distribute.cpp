@@ -30,6 +30,8 @@ PG_FUNCTION_INFO_V1(webhook_idem_events_distributed);
 
 /* Whether events is distributed: -1 unknown (look again), 0 no, 1 yes. */
 static int	distributed = -1;
+/* This node's Citus group (-1: not read since the last invalidation). */
+static int	local_group = -1;
 static Oid	distributed_relid = InvalidOid;
 static bool callback_registered = false;
 
@@ -45,7 +47,10 @@ static void
 DistributionInvalidated(Datum, Oid relid)
 {
 	if (relid == InvalidOid || relid == distributed_relid)
+	{
 		distributed = -1;
+		local_group = -1;
+	}
 }
 
 /* True if pg_dist_partition has a hash-distributed row for relid. */
@@ -154,6 +159,29 @@ webhook_idem_claim_here(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(LockEventHere(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								 text_to_cstring(PG_GETARG_TEXT_PP(1)), PG_GETARG_BOOL(2)));
+}
+
+void
+CheckEventIdRange(int64 id)
+{
+	int64		group = id >> 48;
+
+	if (local_group < 0)
+	{
+		bool		isnull;
+		int			rc = SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1);
+
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "reading this node's Citus group failed: %s", SPI_result_code_string(rc));
+		local_group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (group != local_group)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("event id %lld is outside the id range of this node (Citus group %d)",
+						(long long) id, local_group),
+				 errdetail("Each node hands out event ids from its own range, so that an id names one event in the cluster."),
+				 errhint("Run SELECT webhook_idem.distribute() on the coordinator after adding a node.")));
 }
 
 /* webhook_idem._events_distributed() RETURNS boolean: EventsDistributed(). */

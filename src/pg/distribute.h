@@ -28,6 +28,10 @@ bool		LockEventHere(const char *source, const char *event_id, bool wait);
  * its shard (READ COMMITTED; event_store.cpp). Needs SPI. */
 bool		LookupEventRouted(const char *source, const char *event_id, EventRow *row);
 
+/* Raises 55000 unless id is in this node's id range (a node added after
+ * distribute() has none until distribute() runs again). Needs SPI. */
+void		CheckEventIdRange(int64 id);
+
 /* Remembers that the event with this id has this event id (an event's id
  * and event id never change). */
 void		RememberEventKey(int64 id, const char *event_id);

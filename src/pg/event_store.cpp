@@ -265,6 +265,8 @@ InsertEvent(const EventRow *row)
 	if (stored.last_error != NULL)
 		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
 	RememberEventKey(stored.id, stored.event_id);
+	if (EventsDistributed())
+		CheckEventIdRange(stored.id);
 	if (InsertEventDirect(&stored))
 		return;
 

@@ -169,6 +169,9 @@ BEGIN
   END IF;
   SELECT coalesce(s.last_value, 0) INTO last FROM pg_sequences s
    WHERE s.schemaname = 'webhook_idem' AND s.sequencename = 'events_id_seq';
+  -- Past the ids of this range already recorded, whatever the sequence
+  -- says (a node's sequence may have been reset or recreated).
+  lo := greatest(lo, (SELECT max(e.id) + 1 FROM webhook_idem.events e WHERE e.id BETWEEN lo AND hi));
   PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
   EXECUTE format('ALTER SEQUENCE webhook_idem.events_id_seq MINVALUE %s MAXVALUE %s', 1, hi);
   IF last < lo THEN

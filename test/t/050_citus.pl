@@ -450,6 +450,23 @@ is( $coord->safe_psql(
 SELECT count(DISTINCT id) = count(*) FROM webhook_idem.events}),
 	't', 'ids are unique across the nodes that recorded events');
 
+# A node whose sequence is not in its range (as a node added after
+# distribute() is) refuses to record, until distribute() runs again.
+$w1->safe_psql('postgres', q{
+SET citus.enable_ddl_propagation = off;
+ALTER SEQUENCE webhook_idem.events_id_seq MINVALUE 1 MAXVALUE 9223372036854775807 RESTART 1;
+});
+($rc, $out, $err) = $w1->psql('postgres', deliver_sql('sync_src', 'range-1'));
+like($err, qr/outside the id range of this node.*\n.*\n.*distribute\(\)/s,
+	'a node out of its id range refuses to record, and says to run distribute()');
+$coord->safe_psql('postgres', 'SELECT webhook_idem.distribute()');
+is($w1->safe_psql('postgres', deliver_sql('sync_src', 'range-1')),
+	'applied', 'after distribute() again the node records in its range');
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(DISTINCT id) = count(*) FROM webhook_idem.events}),
+	't', 'ids are still unique');
+
 # Dead letters and replay, purge: the operations over the shards.
 $coord->safe_psql('postgres', q{
 SELECT FROM webhook_idem.register_source(source => 'once_src', scheme => 'none', max_attempts => 1,
