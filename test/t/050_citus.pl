@@ -467,6 +467,27 @@ is( $coord->safe_psql(
 SELECT count(DISTINCT id) = count(*) FROM webhook_idem.events}),
 	't', 'ids are still unique');
 
+# A batch whose items live on different nodes: each item applied once.
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'batch_src', scheme => 'none',
+  items_from => '$.items[*]', event_id_from => '$.id', handler => 'app.on_event(jsonb)'::regprocedure);
+});
+my $batch = "SELECT status FROM webhook_idem.apply_event('batch_src', convert_to('{\"items\": ["
+  . join(', ', map { "{\"id\": \"item-$_\", \"src\": \"batch_src\"}" } 1 .. 8)
+  . "]}', 'UTF8'))";
+is($w2->safe_psql('postgres', $batch), 'applied', 'batch: its 8 items applied through worker2');
+is($w1->safe_psql('postgres', $batch), 'duplicate', 'batch: again through worker1, duplicates');
+is( $coord->safe_psql(
+		'postgres', q{
+WITH ids AS MATERIALIZED (SELECT event_id FROM webhook_idem.events WHERE source = 'batch_src')
+SELECT count(*) || '|' || count(DISTINCT p.groupid) || '|' ||
+       (SELECT count(*) FROM app.applied WHERE source = 'batch_src')
+  FROM ids JOIN pg_dist_placement p
+    ON p.shardid = get_shard_id_for_distribution_column('webhook_idem.events', ids.event_id)}),
+	'8|2|8', "batch: 8 items over both workers' shards, each applied once");
+is($w1->safe_psql('postgres', q{SELECT applied FROM webhook_idem.stats WHERE source = 'batch_src'}),
+	'8', 'stats on a worker counts every shard');
+
 # Dead letters and replay, purge: the operations over the shards.
 $coord->safe_psql('postgres', q{
 SELECT FROM webhook_idem.register_source(source => 'once_src', scheme => 'none', max_attempts => 1,
