@@ -17,7 +17,8 @@
 #   4. a shard moved to the other worker while deliveries go on;
 #   5. pg_dump of the coordinator restores every event into a plain server;
 #      undistribute() brings the rows back, distribute() again keeps them;
-#      an extension created at 0.1.0 on the cluster upgrades and distributes.
+#      an extension created at 0.1.0 on the cluster upgrades and distributes;
+#   6. the in-database background workers of every node drain the queue.
 # Skipped when Citus is not installed (scripts/citus.sh installs it).
 
 use strict;
@@ -590,7 +591,11 @@ is($coord->safe_psql('postgres', deliver_sql('sync_src', $move_ids[1], ', "sleep
 	'duplicate', 'undistribute(): deliveries de-duplicate locally');
 is($coord->safe_psql('postgres', deliver_sql('sync_src', 'local-1')),
 	'applied', 'undistribute(): new events apply locally');
-$coord->safe_psql('postgres', 'SELECT webhook_idem.distribute(8)');
+$coord->safe_psql('postgres', q{
+SELECT webhook_idem.distribute(8);
+SELECT create_distributed_table('app.applied', 'event_id', colocate_with => 'webhook_idem.events');
+SELECT truncate_local_data_after_distributing_table('app.applied');
+});
 my ($events_now) = split /\|/, $events_before;
 is($w1->safe_psql('postgres', 'SELECT count(*) FROM webhook_idem.events'),
 	$events_now + 1, 'distribute() again: every event is in the shards, seen from a worker');
@@ -614,6 +619,42 @@ SELECT FROM webhook_idem.register_source(source => 'u', scheme => 'none');
 });
 is($w1->safe_psql('upgraded', deliver_sql('u', 'u-1')), 'applied',
 	'the upgraded, distributed extension takes deliveries on a worker');
+
+# --- 6. In-database workers on every node --------------------------------
+
+# webhook_idem preloaded after Citus, one background worker a node serving
+# the database: the queue is drained with each event applied once.
+for my $node (@nodes)
+{
+	$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'citus,webhook_idem'
+webhook_idem.database = 'postgres'
+webhook_idem.workers = 1
+});
+	$node->restart;
+}
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'bg_src', scheme => 'none', mode => 'async',
+  handler => 'app.on_event(jsonb)'::regprocedure);
+});
+for my $i (1 .. 30)
+{
+	$nodes[ $i % 3 ]->safe_psql('postgres', deliver_sql('bg_src', "bg-$i"));
+}
+ok( $coord->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 30 FROM webhook_idem.events WHERE source = 'bg_src' AND status = 'applied'}),
+	'bgworkers: the in-database workers applied every queued event')
+  or diag($coord->safe_psql('postgres',
+		"SELECT status || ' ' || attempts || ' ' || coalesce(last_error, '') FROM webhook_idem.events WHERE source = 'bg_src'"));
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(*) || '|' || count(DISTINCT event_id) FROM app.applied WHERE source = 'bg_src'}),
+	'30|30', 'bgworkers: each event applied exactly once');
+note('bgworkers: applications ran on '
+	  . $coord->safe_psql('postgres',
+		"SELECT count(DISTINCT node) FROM app.applied WHERE source = 'bg_src'")
+	  . ' nodes');
 
 $_->stop for @nodes;
 done_testing();
