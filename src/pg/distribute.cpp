@@ -22,6 +22,7 @@ extern "C" {
 #include "catalog/pg_namespace.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "commands/sequence.h"
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_claim_here);
@@ -161,11 +162,10 @@ webhook_idem_claim_here(PG_FUNCTION_ARGS)
 								 text_to_cstring(PG_GETARG_TEXT_PP(1)), PG_GETARG_BOOL(2)));
 }
 
-void
-CheckEventIdRange(int64 id)
+/* This node's Citus group, read once (again after an invalidation). */
+static int
+LocalGroup(void)
 {
-	int64		group = id >> 48;
-
 	if (local_group < 0)
 	{
 		bool		isnull;
@@ -175,11 +175,44 @@ CheckEventIdRange(int64 id)
 			elog(ERROR, "reading this node's Citus group failed: %s", SPI_result_code_string(rc));
 		local_group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	if (group != local_group)
+	return local_group;
+}
+
+int64
+NextEventId(void)
+{
+	int64		id = nextval_internal(EventsSeqRelid(), false);
+
+	if (!EventsDistributed() || (id >> 48) == LocalGroup())
+		return id;
+
+	/*
+	 * A node added after distribute(): its sequence was never given its
+	 * range. Move it there (past the ids of the range already recorded, by
+	 * the rule distribute() follows) and draw again.
+	 */
+	{
+		int			rc = SPI_execute(psprintf("SELECT webhook_idem._events_id_range(%d)", LocalGroup()),
+									 false, 0);
+
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "setting this node's id range failed: %s", SPI_result_code_string(rc));
+	}
+	id = nextval_internal(EventsSeqRelid(), false);
+	CheckEventIdRange(id);
+	return id;
+}
+
+void
+CheckEventIdRange(int64 id)
+{
+	int64		group = id >> 48;
+
+	if (group != LocalGroup())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("event id %lld is outside the id range of this node (Citus group %d)",
-						(long long) id, local_group),
+						(long long) id, LocalGroup()),
 				 errdetail("Each node hands out event ids from its own range, so that an id names one event in the cluster."),
 				 errhint("Run SELECT webhook_idem.distribute() on the coordinator after adding a node.")));
 }

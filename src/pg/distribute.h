@@ -28,6 +28,11 @@ bool		LockEventHere(const char *source, const char *event_id, bool wait);
  * its shard (READ COMMITTED; event_store.cpp). Needs SPI. */
 bool		LookupEventRouted(const char *source, const char *event_id, EventRow *row);
 
+/* The id of a new event: the next value of events_id_seq; on Citus, in
+ * this node's range (a node added after distribute() first moves its
+ * sequence into its range). Needs SPI. */
+int64		NextEventId(void);
+
 /* Raises 55000 unless id is in this node's id range (a node added after
  * distribute() has none until distribute() runs again). Needs SPI. */
 void		CheckEventIdRange(int64 id);
