@@ -237,7 +237,10 @@ for my $level ('read committed', 'repeatable read')
 		# a retry, never a second application.
 		my @bad = grep { !/ERROR:\s+(40001|23505|40P01)/ } @errors;
 		is_deeply(\@bad, [], 'rr: errors are only serialization failures or key conflicts');
-		note('rr: ' . scalar(@errors) . ' deliveries refused as serialization conflicts');
+		my %codes;
+		$codes{$_}++ for map { /ERROR:\s+(\w+)/ ? $1 : 'other' } @errors;
+		note('rr: ' . scalar(@errors) . ' deliveries refused as serialization conflicts: '
+			  . join(', ', map { "$_ x$codes{$_}" } sort keys %codes));
 	}
 	is( $coord->safe_psql(
 			'postgres', qq{
