@@ -10,6 +10,7 @@ static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lock_skip_plan = NULL;
 static SPIPlanPtr insert_plan = NULL;
+static SPIPlanPtr insert_conflict_plan = NULL;
 static SPIPlanPtr bump_plan = NULL;
 static SPIPlanPtr attempt_plan = NULL;
 static SPIPlanPtr busy_bump_plan = NULL;
@@ -260,6 +261,7 @@ InsertEvent(const EventRow *row)
 	bool		isnull[N_EVENT_COLUMNS];
 	char		nulls[N_EVENT_COLUMNS];
 	EventRow	stored = *row;
+	bool		serializable;
 	int			rc;
 
 	if (stored.last_error != NULL)
@@ -270,7 +272,16 @@ InsertEvent(const EventRow *row)
 	if (InsertEventDirect(&stored))
 		return;
 
-	if (insert_plan == NULL)
+	/*
+	 * On Citus under REPEATABLE READ or SERIALIZABLE, the shard's node took
+	 * this transaction's snapshot before the claim was granted, so a record
+	 * another node committed meanwhile is not seen by the lookup: ON
+	 * CONFLICT DO NOTHING makes PostgreSQL refuse such a conflict as a
+	 * serialization failure (40001), the answer of a single server, rather
+	 * than a unique violation.
+	 */
+	serializable = EventsDistributed() && IsolationUsesXactSnapshot();
+	if (*(serializable ? &insert_conflict_plan : &insert_plan) == NULL)
 	{
 		/* INSERT INTO events (<model columns>) VALUES ($1, ..., $n), with
 		 * the status passed as its label. */
@@ -283,19 +294,29 @@ InsertEvent(const EventRow *row)
 			appendStringInfo(&buf, "%s$%d%s", c > 0 ? ", " : "", c + 1,
 							 c == COL_STATUS ? "::webhook_idem.event_status" : "");
 		appendStringInfoChar(&buf, ')');
+		if (serializable)
+			appendStringInfoString(&buf, " ON CONFLICT DO NOTHING");
 		for (int c = 0; c < N_EVENT_COLUMNS; c++)
 			argtypes[c] = EventColumnType(c);
 		argtypes[COL_STATUS] = TEXTOID;
-		(void) KeepPlan(&insert_plan, buf.data, N_EVENT_COLUMNS, argtypes);
+		(void) KeepPlan(serializable ? &insert_conflict_plan : &insert_plan, buf.data,
+						N_EVENT_COLUMNS, argtypes);
 		pfree(buf.data);
 	}
 	EventRowToValues(&stored, values, isnull);
 	values[COL_STATUS] = CStringGetTextDatum(EventStatusLabel(stored.status));
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)
 		nulls[c] = isnull[c] ? 'n' : ' ';
-	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
+	rc = SPI_execute_plan(serializable ? insert_conflict_plan : insert_plan, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("Event \"%s\" of source \"%s\" was recorded by a transaction that committed after this one began.",
+						   stored.event_id, stored.source),
+				 errhint("Retry the delivery.")));
 }
 
 void
