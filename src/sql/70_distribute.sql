@@ -208,6 +208,14 @@ BEGIN
     RAISE EXCEPTION 'webhook_idem.distribute() runs on the coordinator'
       USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
+  -- Every node, the coordinator included, keeps a copy of sources and
+  -- source_secrets: the copy's trigger is what tells that node's backends
+  -- that a secret changed.
+  IF NOT EXISTS (SELECT FROM pg_dist_node WHERE groupid = 0) THEN
+    RAISE EXCEPTION 'the coordinator is not in the Citus metadata'
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'SELECT citus_set_coordinator_host(''<host>'', <port>);';
+  END IF;
   IF shard_count IS NOT NULL AND (shard_count < 1 OR shard_count > 64000) THEN
     RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count
       USING ERRCODE = 'invalid_parameter_value';
@@ -225,6 +233,8 @@ BEGIN
   END LOOP;
 
   IF EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'webhook_idem.events'::regclass) THEN
+    -- Run again after adding a node: it gets its copy of the reference tables now.
+    PERFORM replicate_reference_tables(shard_transfer_mode => 'block_writes');
     RETURN;
   END IF;
 
@@ -241,6 +251,7 @@ BEGIN
   PERFORM create_reference_table('webhook_idem.source_secrets');
   ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
     FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
+  PERFORM replicate_reference_tables(shard_transfer_mode => 'block_writes');
 
   -- A distributed table's unique keys include its distribution column.
   ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,

@@ -620,6 +620,46 @@ SELECT FROM webhook_idem.register_source(source => 'u', scheme => 'none');
 is($w1->safe_psql('upgraded', deliver_sql('u', 'u-1')), 'applied',
 	'the upgraded, distributed extension takes deliveries on a worker');
 
+# A node added to the running cluster: distribute() again gives it its copy
+# of the reference tables; it takes deliveries, with ids of its own range,
+# and follows a secret rotation at once.
+my $w3 = PostgreSQL::Test::Cluster->new('worker3');
+$w3->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$w3->append_conf('postgresql.conf', qq{
+listen_addresses = '127.0.0.1'
+shared_preload_libraries = 'citus'
+max_prepared_transactions = 100
+citus.node_conninfo = 'sslmode=disable'
+});
+$w3->start;
+$w3->safe_psql('postgres', 'CREATE EXTENSION citus');
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $w3->port . ")");
+$coord->safe_psql('postgres', 'SELECT webhook_idem.distribute()');
+is( $coord->safe_psql(
+		'postgres', qq{
+SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_shard s USING (shardid)
+  JOIN pg_dist_node n ON n.groupid = p.groupid
+ WHERE s.logicalrelid IN ('webhook_idem.sources'::regclass, 'webhook_idem.source_secrets'::regclass)
+   AND n.nodeport = @{[ $w3->port ]}}),
+	'2', 'worker3 has its copy of sources and source_secrets');
+{
+	my $s3 = $w3->background_psql('postgres');
+	is($s3->query_safe(signed_sql('w3-a', 'new-secret')), 'applied',
+		'worker3 takes a signed delivery');
+	is( $coord->safe_psql('postgres',
+			"SELECT (id >> 48) = (SELECT groupid FROM pg_dist_node WHERE nodeport = @{[ $w3->port ]}) FROM webhook_idem.events WHERE event_id = 'w3-a'"),
+		't', "worker3 recorded it with an id of its own range");
+	$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'signed_src', scheme => 'hmac',
+  secrets => ARRAY['newer-secret'], handler => 'app.on_event(jsonb)'::regprocedure);
+});
+	is($s3->query_safe(signed_sql('w3-b', 'new-secret')), 'invalid_signature',
+		'worker3 refuses the rotated-out secret at once');
+	$s3->quit;
+}
+$coord->safe_psql('postgres', "SELECT citus_remove_node('127.0.0.1', " . $w3->port . ")");
+$w3->stop;
+
 # --- 6. In-database workers on every node --------------------------------
 
 # webhook_idem preloaded after Citus, one background worker a node serving
