@@ -54,6 +54,7 @@ max_connections = 100
 wal_level = logical
 restart_after_crash = on
 citus.node_conninfo = 'sslmode=disable'
+citus.shard_replication_factor = 2
 });
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
@@ -110,7 +111,8 @@ END
 $$;
 });
 
-# distribute() refuses what it cannot do.
+# (citus.shard_replication_factor = 2 above: distribute() still makes one
+# placement a shard.) distribute() refuses what it cannot do.
 my ($rc, $out, $err) = $w1->psql('postgres', 'SELECT webhook_idem.distribute()');
 like($err, qr/runs on the coordinator/, 'distribute() refuses to run on a worker');
 ($rc, $out, $err) = $coord->psql('postgres', 'SELECT webhook_idem.distribute(0)');
@@ -137,6 +139,11 @@ SELECT count(DISTINCT p.groupid) FROM pg_dist_shard s JOIN pg_dist_placement p U
  WHERE s.logicalrelid = 'webhook_idem.events'::regclass}),
 	'2',
 	"events' shards are on both workers");
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(*) = count(DISTINCT s.shardid) FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+ WHERE s.logicalrelid = 'webhook_idem.events'::regclass}),
+	't', 'one placement a shard, whatever citus.shard_replication_factor says');
 for my $node (@nodes)
 {
 	is( $node->safe_psql('postgres', q{SELECT count(*) FROM webhook_idem.sources}),

@@ -693,6 +693,9 @@ BEGIN
     FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
   PERFORM replicate_reference_tables(shard_transfer_mode => 'block_writes');
 
+  -- One placement a shard: the claim lock is taken where the event's row is
+  -- written, and Citus may read another placement of a replicated shard.
+  PERFORM set_config('citus.shard_replication_factor', '1', true);
   -- A distributed table's unique keys include its distribution column.
   ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,
     ADD CONSTRAINT events_pkey PRIMARY KEY (id, event_id);
