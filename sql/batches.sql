@@ -71,6 +71,17 @@ SELECT event_id FROM bt.effects WHERE event_id = 'i';
 -- A batch with no items, and a body that is not one: invalid_payload.
 SELECT status, http_status, detail FROM pg_temp.send('{"events": []}');
 SELECT status, http_status, detail FROM pg_temp.send('{"other": 1}');
+-- Items that are not objects have no $.id: each is refused on its own.
+SELECT status, http_status, jsonb_path_query_array(result, '$[*].status') AS items
+  FROM pg_temp.send('{"events": [1, "x", null, [1], {"id": {"nested": 1}}, {"id": "ok1"}]}');
+
+-- More items than webhook_idem.max_batch_items (each holds a claim lock
+-- until commit): too_large (413), nothing applied. Only a superuser sets it.
+SET webhook_idem.max_batch_items = 2;
+SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "t1"}, {"id": "t2"}, {"id": "t3"}]}');
+SELECT count(*) FROM bt.effects WHERE event_id LIKE 't_';
+RESET webhook_idem.max_batch_items;
+SELECT context FROM pg_settings WHERE name = 'webhook_idem.max_batch_items';
 -- An explicit event_id cannot name a batch's items.
 SELECT status, http_status, detail
   FROM webhook_idem.apply_event('bt', convert_to('{"events": [{"id": "j"}]}', 'UTF8'), '{}', event_id => 'x');

@@ -18,6 +18,8 @@ extern const Scheme kShopifyScheme;
 extern const Scheme kTwilioScheme;
 extern const Scheme kPaddleScheme;
 extern const Scheme kSquareScheme;
+extern const Scheme kDiscordScheme;
+extern const Scheme kSendgridScheme;
 extern const Scheme kHmacScheme;
 extern const Scheme kNoneScheme;
 
@@ -32,6 +34,8 @@ const Scheme *const kSchemes[] = {
     &kTwilioScheme,
     &kPaddleScheme,
     &kSquareScheme,
+    &kDiscordScheme,
+    &kSendgridScheme,
     &kHmacScheme,
     &kNoneScheme,
 };

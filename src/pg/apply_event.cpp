@@ -504,6 +504,10 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 						   "event_id cannot be given for a batch: each item carries its own");
 	if (n == 0)
 		return MakeOutcome("invalid_payload", 400, NULL, "the batch holds no events");
+	if (n > wi_max_batch_items)
+		return MakeOutcome("too_large", 413, NULL,
+						   psprintf("the batch holds %d events; webhook_idem.max_batch_items is %d",
+									n, wi_max_batch_items));
 
 	items = (BatchItem *) palloc0(sizeof(BatchItem) * n);
 	for (int i = 0; i < n; i++)

@@ -2,15 +2,20 @@
  * bgworker.cpp - in-database workers for async sources. With webhook_idem
  * in shared_preload_libraries, the postmaster starts webhook_idem.workers
  * background workers connected to webhook_idem.database (pg_cron's
- * pattern). Each takes one due event at a time: it claims it with
- * claim_next in a transaction of its own and commits the claim (so the
- * attempt counts even if the process dies in the handler), then applies
- * it in a second transaction under the claim's fencing token. They sleep
- * on their latch, which apply_event sets when a commit queued work (and a
- * one-second timeout finds retries and expired leases), and the postmaster
- * restarts them after a crash.
+ * pattern). Each claims a few due events at a time with claim_next in a
+ * transaction of its own and commits the claim durably (so the attempts
+ * count even if the process dies in a handler), then applies each in a
+ * transaction of its own under its claim's fencing token. Those apply
+ * commits do not wait for their WAL flush (synchronous_commit = off),
+ * except for an event's last attempt: a lost apply commit leaves the event
+ * claimed, and it is taken again once its lease runs out, still applied
+ * once. They sleep on their latch, which apply_event sets when a commit
+ * queued work (and a one-second timeout finds retries and expired leases),
+ * and the postmaster restarts them after a crash. docs/async.md has the
+ * rules, docs/performance.md what they buy.
  */
 #include "pg/queue.h"
+#include "pg/distribute.h"
 #include "pg/shared_state.h"
 
 extern "C" {
@@ -21,6 +26,7 @@ extern "C" {
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/ps_status.h"
 
 PGDLLEXPORT void webhook_idem_worker_main(Datum main_arg);
@@ -33,6 +39,23 @@ int			wi_worker_lease_ms = 30000;
 /* How long a worker sleeps when there is nothing to do: due retries and
  * expired leases (which wake nobody) are found within it. */
 #define WI_IDLE_MS 1000
+
+/* The most events one claim takes: one durable commit for that many. */
+#define WI_CLAIM_BATCH 16
+
+/* One claimed event: its fencing token, and whether this claim is its
+ * last attempt (then its apply commit waits for its WAL flush). */
+typedef struct ClaimedEvent
+{
+	int64		id;
+	int32		attempt;
+	bool		last;
+	char	   *source;			/* as claimed, in the batch's memory */
+	char	   *event_id;
+} ClaimedEvent;
+
+/* Holds a batch's claims across its transactions; reset by each claim. */
+static MemoryContext batch_cxt = NULL;
 
 void
 RegisterWorkers(void)
@@ -84,13 +107,22 @@ ExtensionReady(void)
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-/* Claims the next due event in a transaction of its own; false if there
- * is none (or the extension is not there). */
-static bool
-ClaimOne(int64 *id, int32 *attempt, bool *ready)
+/*
+ * Claims up to max due events in a transaction of its own, committed as
+ * the server's synchronous_commit says (durably, unless the server runs
+ * with it off): the attempts count before any handler runs. Returns how
+ * many were claimed, last attempts first (0 if none, or the extension is
+ * not there).
+ */
+static int
+ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 {
-	bool		claimed = false;
+	int			n = 0;
 
+	if (batch_cxt == NULL)
+		batch_cxt = AllocSetContextCreate(TopMemoryContext, "webhook_idem worker batch",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(batch_cxt);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
@@ -98,43 +130,129 @@ ClaimOne(int64 *id, int32 *attempt, bool *ready)
 	*ready = ExtensionReady();
 	if (*ready)
 	{
-		Oid			argtypes[1] = {INTERVALOID};
-		Datum		lease = DirectFunctionCall3(interval_in,
-												CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
-												ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		int			rc = SPI_execute_with_args("SELECT id, attempts FROM webhook_idem.claim_next(NULL, $1, 1)",
-											   1, argtypes, &lease, NULL, false, 1);
-		bool		isnull;
+		Oid			argtypes[2] = {INTERVALOID, INT4OID};
+		Datum		args[2];
+		int			rc;
 
+		args[0] = DirectFunctionCall3(interval_in,
+									  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
+									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		args[1] = Int32GetDatum(max);
+		rc = SPI_execute_with_args("SELECT id, attempts, attempts_base, source, event_id"
+								   " FROM webhook_idem.claim_next(NULL, $1, $2)",
+								   2, argtypes, args, NULL, false, max);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "claim_next failed: %s", SPI_result_code_string(rc));
-		if (SPI_processed == 1)
+		for (uint64 i = 0; i < SPI_processed && n < max; i++)
 		{
-			*id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-			*attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-			claimed = true;
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			ClaimedEvent ev;
+			int32		base;
+			char	   *source;
+			WiSource   *src;
+
+			ev.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			ev.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			base = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			source = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+			ev.source = MemoryContextStrdup(batch_cxt, source);
+			ev.event_id = MemoryContextStrdup(batch_cxt,
+											  TextDatumGetCString(SPI_getbinval(tup, desc, 5, &isnull)));
+			src = LookupSource(source);
+			/* (A source gone meanwhile: its apply finds nothing to do.) */
+			ev.last = src == NULL || AttemptsExhausted(src, ev.attempt, base);
+			if (ev.last)
+			{
+				/* Last attempts are applied first: a crash in a later
+				 * event's handler must not cost them their only run. */
+				memmove(&claimed[1], &claimed[0], sizeof(ClaimedEvent) * n);
+				claimed[0] = ev;
+			}
+			else
+				claimed[n] = ev;
+			n++;
 		}
 	}
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	return claimed;
+	return n;
 }
 
-/* Applies the claimed event (id, attempt) in a transaction of its own. */
+/*
+ * Applies the claimed event in a transaction of its own. The commit waits
+ * for its WAL flush (as the server's synchronous_commit says, like the
+ * claim's) only on the event's last attempt: otherwise a commit lost in a
+ * crash leaves the event claimed (the claim was flushed), and it is taken
+ * again with the next attempt once its lease runs out; its effects and its
+ * record vanished together, so it is still applied once.
+ */
 static void
-ApplyOne(int64 id, int32 attempt)
+ApplyOne(const ClaimedEvent *ev)
 {
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	if (!ev->last)
+		(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "webhook_idem: applying an event");
-	(void) ApplyClaimedEvent(id, attempt);
+	(void) ApplyClaimedEvent(ev->id, ev->attempt, ev->source, ev->event_id);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+}
+
+/*
+ * Renews the leases of the claimed events still waiting for their turn
+ * (each only if the claim is still this worker's), in a transaction of
+ * its own: while the worker lives, no one takes them over. Its commit
+ * need not be flushed: lost in a crash, the leases just run out sooner.
+ */
+static void
+ExtendClaims(const ClaimedEvent *claimed, int n)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	{
+		Interval   *lease = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+																  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
+																  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+
+		for (int i = 0; i < n; i++)
+		{
+			/* On Citus the renewal is routed by the event id claimed. */
+			if (EventsDistributed())
+				RememberEventKey(claimed[i].id, claimed[i].event_id);
+			(void) ExtendLease(claimed[i].id, claimed[i].attempt, lease);
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
+ * How many events the next claim takes: as many as are applied, at the
+ * pace seen so far, within a quarter of the lease (so that none of them
+ * waits out its lease behind the others), at least 1 and at most
+ * WI_CLAIM_BATCH.
+ */
+static int
+BatchSize(double avg_apply_us)
+{
+	double		budget_us = (double) wi_worker_lease_ms * 1000.0 / 4.0;
+	double		n = avg_apply_us > 0 ? budget_us / avg_apply_us : 1;
+
+	return n >= WI_CLAIM_BATCH ? WI_CLAIM_BATCH : (n < 1 ? 1 : (int) n);
 }
 
 /* The entry point of an in-database worker. */
@@ -142,6 +260,7 @@ extern "C" void
 webhook_idem_worker_main(Datum main_arg)
 {
 	int			slot = DatumGetInt32(main_arg);
+	double		avg_apply_us = 0;	/* how long applying an event takes */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -152,10 +271,10 @@ webhook_idem_worker_main(Datum main_arg)
 
 	for (;;)
 	{
-		int64		id = 0;
-		int32		attempt = 0;
+		ClaimedEvent claimed[WI_CLAIM_BATCH];
 		bool		ready = true;
 		int			wait_ms = WI_IDLE_MS;
+		int			n;
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -166,11 +285,39 @@ webhook_idem_worker_main(Datum main_arg)
 		}
 		ClearWakeup();
 		/* Work while there is work; between events the latch is not
-		 * waited on. */
-		while (ClaimOne(&id, &attempt, &ready))
+		 * waited on. Until one is applied, a claim takes one event. */
+		while ((n = ClaimBatch(claimed, BatchSize(avg_apply_us), &ready)) > 0)
 		{
-			ApplyOne(id, attempt);
-			CHECK_FOR_INTERRUPTS();
+			TimestampTz leased_at = GetCurrentTimestamp();
+
+			for (int i = 0; i < n; i++)
+			{
+				TimestampTz started;
+				long		secs;
+				int			usecs;
+
+				/* Half the lease gone (handlers slower than the pace the
+				 * claim was sized for): the waiting ones are renewed. */
+				if (i > 0 && TimestampDifferenceExceeds(leased_at, GetCurrentTimestamp(),
+														wi_worker_lease_ms / 2))
+				{
+					ExtendClaims(&claimed[i], n - i);
+					leased_at = GetCurrentTimestamp();
+				}
+				started = GetCurrentTimestamp();
+
+				ApplyOne(&claimed[i]);
+				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);
+				/* A moving average over about the last 16 events. */
+				avg_apply_us = avg_apply_us <= 0 ? secs * 1e6 + usecs
+					: avg_apply_us + (secs * 1e6 + usecs - avg_apply_us) / 16.0;
+				CHECK_FOR_INTERRUPTS();
+				if (ConfigReloadPending)
+				{
+					ConfigReloadPending = false;
+					ProcessConfigFile(PGC_SIGHUP);
+				}
+			}
 		}
 		if (!ready)
 			wait_ms = 10 * WI_IDLE_MS;	/* the extension is not installed (yet) */

@@ -1,11 +1,15 @@
 /*
  * event_direct.cpp - the two statements of a first delivery (look the event
- * up, record it) done with the table and index access methods instead of
- * SPI: no plan, no portal, no executor start-up for a single-row probe and
- * a single-row insert. They are used under READ COMMITTED, while
+ * up, record it), the record of an attempt that leaves the event due for
+ * no worker (applied, dead, a sync delivery's failure), a worker's lease
+ * and an in-database worker's row lock, done with the table and index
+ * access methods instead of SPI: no plan, no portal, no executor start-up
+ * for a single-row probe, insert, update or lock. They are used under READ COMMITTED, while
  * webhook_idem.events is exactly the table the extension created (no
  * trigger, rule, policy, CHECK, extra or generated column a user may have
- * added); otherwise event_store.cpp's SPI statements do the same work.
+ * added) and not distributed by Citus (then it is an empty shell and its
+ * rows are in shards: distribute.cpp); otherwise event_store.cpp's SPI
+ * statements do the same work.
  * What the path knows of the table (its attribute numbers, key index and
  * whether it is as made) comes from event_row.cpp's EventsFacts, rebuilt
  * after every relcache invalidation of the table or its index (REINDEX
@@ -19,13 +23,146 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/transam.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "utils/fmgroids.h"
+#include "utils/timestamp.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
+}
+
+/*
+ * The events table's indexes as the direct path opens them: their OIDs and
+ * IndexInfos, with the partial indexes' predicates ready to evaluate,
+ * built once per backend (ExecOpenIndices builds them for every statement,
+ * and ExecInsertIndexTuples prepares each predicate again), until a
+ * relcache invalidation of the table or of one of them. Only plain btrees
+ * whose predicates call built-in functions alone are kept so (a btree
+ * keeps nothing of its own in an IndexInfo between inserts); any other
+ * index set is opened by ExecOpenIndices, as the executor does.
+ */
+static MemoryContext index_cxt = NULL;
+static bool indexes_valid = false;	/* built since the last invalidation */
+static bool indexes_kept = false;	/* and they may be used */
+static Oid	indexes_relid = InvalidOid;
+static int	n_indexes = 0;
+static Oid *index_oids = NULL;
+static IndexInfo **index_infos = NULL;
+static uint64 index_invalidations = 0;
+static bool index_callback = false;
+
+/* Relcache invalidation: the table or one of its kept indexes changed. */
+static void
+IndexesInvalidated(Datum, Oid relid)
+{
+	index_invalidations++;
+	if (relid == InvalidOid || relid == indexes_relid)
+		indexes_valid = false;
+	for (int i = 0; indexes_valid && i < n_indexes; i++)
+		if (index_oids[i] == relid)
+			indexes_valid = false;
+}
+
+/* check_functions_in_node's test: a function not built in. */
+static bool
+NotBuiltIn(Oid func_id, void *)
+{
+	return func_id >= FirstNormalObjectId;
+}
+
+/* True if the expression tree calls a function that is not built in. */
+static bool
+CallsNotBuiltIn(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, NotBuiltIn, context))
+		return true;
+	/* (Through void (*)(void): PostgreSQL 15 declares the walker without
+	 * its arguments.) */
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)(void)>(CallsNotBuiltIn)),
+								  context);
+}
+
+/* Builds the kept IndexInfos of rel's indexes (rel is locked); leaves
+ * indexes_kept false if they may not be kept, indexes_valid false if an
+ * invalidation came in meanwhile (they serve this call only then). */
+static void
+BuildIndexes(Relation rel)
+{
+	uint64		seen = index_invalidations;
+	List	   *oids = RelationGetIndexList(rel);
+	MemoryContext old;
+	bool		keep = true;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (index_cxt == NULL)
+		index_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem events indexes",
+										  ALLOCSET_SMALL_SIZES);
+	indexes_valid = false;
+	indexes_kept = false;
+	MemoryContextReset(index_cxt);
+	old = MemoryContextSwitchTo(index_cxt);
+	n_indexes = list_length(oids);
+	index_oids = (Oid *) palloc(sizeof(Oid) * (n_indexes + 1));
+	index_infos = (IndexInfo **) palloc(sizeof(IndexInfo *) * (n_indexes + 1));
+	indexes_relid = RelationGetRelid(rel);
+	foreach(lc, oids)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
+		IndexInfo  *ii = BuildIndexInfo(idx);
+
+		if (idx->rd_rel->relam != BTREE_AM_OID || ii->ii_Expressions != NIL ||
+			CallsNotBuiltIn((Node *) ii->ii_Predicate, NULL))
+			keep = false;
+		else if (ii->ii_Predicate != NIL)
+			ii->ii_PredicateState = ExecInitQual((List *) expression_planner((Expr *) ii->ii_Predicate),
+												 NULL);
+		index_oids[i] = lfirst_oid(lc);
+		index_infos[i] = ii;
+		i++;
+		index_close(idx, NoLock);
+	}
+	MemoryContextSwitchTo(old);
+	list_free(oids);
+	indexes_kept = keep;
+	/* Valid only if nothing was invalidated while they were built. */
+	indexes_valid = index_invalidations == seen;
+}
+
+/* ExecOpenIndices(rri, false), with the kept IndexInfos when it may. */
+static void
+OpenIndexes(ResultRelInfo *rri, Relation rel)
+{
+	if (!index_callback)
+	{
+		CacheRegisterRelcacheCallback(IndexesInvalidated, (Datum) 0);
+		index_callback = true;
+	}
+	if (!indexes_valid || indexes_relid != RelationGetRelid(rel))
+		BuildIndexes(rel);
+	if (!indexes_kept)
+	{
+		ExecOpenIndices(rri, false);
+		return;
+	}
+	rri->ri_NumIndices = n_indexes;
+	rri->ri_IndexRelationDescs = (RelationPtr) palloc(sizeof(Relation) * (n_indexes + 1));
+	rri->ri_IndexRelationInfo = (IndexInfo **) palloc(sizeof(IndexInfo *) * (n_indexes + 1));
+	for (int i = 0; i < n_indexes; i++)
+	{
+		rri->ri_IndexRelationDescs[i] = index_open(index_oids[i], RowExclusiveLock);
+		rri->ri_IndexRelationInfo[i] = index_infos[i];
+	}
 }
 
 int
@@ -78,14 +215,19 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 bool
 InsertEventDirect(const EventRow *row)
 {
-	Relation	rel = table_open(EventsRelid(), RowExclusiveLock);
+	Relation	rel;
 	TupleDesc	desc;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	List	   *recheck;
-	const EventsRelFacts *facts = EventsFacts(rel);
+	const EventsRelFacts *facts;
 
+	/* On Citus the rows are in shards: this table is an empty shell. */
+	if (EventsDistributed())
+		return false;
+	rel = table_open(EventsRelid(), RowExclusiveLock);
+	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
 		table_close(rel, NoLock);
@@ -98,7 +240,7 @@ InsertEventDirect(const EventRow *row)
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
+	OpenIndexes(rri, rel);
 	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
 	ExecStoreHeapTuple(EventRowToTuple(row, desc, facts->attnums), slot, false);
 	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
@@ -109,4 +251,260 @@ InsertEventDirect(const EventRow *row)
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
 	return true;
+}
+
+/* What an update of one event row sets: its columns (EventColumn), and a
+ * function that sets them in the old version's values. */
+typedef struct EventChange
+{
+	const int  *columns;
+	int			n_columns;
+	void		(*apply) (Datum *values, bool *nulls, const AttrNumber *a, const void *arg);
+	const void *arg;
+} EventChange;
+
+/*
+ * The latest version of the event *row (under the caller's row lock: no
+ * one else changes it now) replaced by one with change applied, as an
+ * UPDATE statement would; false (nothing done) if the table is not as the
+ * extension made it. With out, reads the new version into *out.
+ */
+static bool
+UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
+{
+	Relation	rel;
+	const EventsRelFacts *facts;
+	TupleDesc	desc;
+	Relation	idx;
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *old_slot;
+	TupleTableSlot *new_slot;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	RangeTblEntry *rte;
+	Datum	   *values;
+	bool	   *nulls;
+	bool		found;
+	bool		update_indexes;
+	ItemPointerData tid;
+	HeapTuple	tuple;
+	const AttrNumber *a;
+
+	/* On Citus the row is in a shard: the routed statement updates it. */
+	if (EventsDistributed())
+		return false;
+	rel = table_open(EventsRelid(), RowExclusiveLock);
+	facts = EventsFacts(rel);
+	if (!facts->direct_ok)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	/* What the executor checks of an UPDATE's target: a table published
+	 * for updates needs its replica identity. */
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
+	desc = RelationGetDescr(rel);
+	a = facts->attnums;
+
+	idx = index_open(facts->key_index, AccessShareLock);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->event_id));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	old_slot = table_slot_create(rel, NULL);
+	found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	if (found)
+		slot_getallattrs(old_slot);
+	if (!found || DatumGetInt64(old_slot->tts_values[a[COL_ID] - 1]) != row->id)
+		elog(ERROR, "event %lld of source \"%s\" vanished while it was being updated",
+			 (long long) row->id, row->source);
+
+	/* The new version: the old one's values (a TOASTed payload keeps its
+	 * pointer), changed. */
+	values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+	memcpy(values, old_slot->tts_values, sizeof(Datum) * desc->natts);
+	memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
+	tid = old_slot->tts_tid;
+	change->apply(values, nulls, a, change->arg);
+
+	/* An UPDATE's work without its plan: the heap (HOT when it can be),
+	 * then the indexes if it was not, partial ones by their predicate. The
+	 * range table names the columns set, for the indexes' hints. */
+	estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	for (int i = 0; i < change->n_columns; i++)
+		rte->updatedCols = bms_add_member(rte->updatedCols,
+										  a[change->columns[i]] - FirstLowInvalidHeapAttributeNumber);
+	ExecInitRangeTable(estate, list_make1(rte));
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	OpenIndexes(rri, rel);
+	new_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
+	tuple = heap_form_tuple(desc, values, nulls);
+	ExecStoreHeapTuple(tuple, new_slot, false);
+	simple_table_tuple_update(rel, &tid, new_slot, snapshot, &update_indexes);
+	if (update_indexes && rri->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(rri, new_slot, estate, true, false, NULL, NIL));
+	if (out != NULL)
+	{
+		/* (heap_update stamped the tuple with our xmin.) */
+		EventRowFromTuple(out, tuple, desc, a);
+	}
+	ExecCloseIndices(rri);
+	ExecDropSingleTupleTableSlot(old_slot);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	return true;
+}
+
+/* The end of an attempt (RecordAttemptDirect's arguments). */
+typedef struct AttemptChange
+{
+	WiEventStatus status;
+	int32		attempts;
+	Jsonb	   *result;
+	const char *last_error;
+	bool		delivery;
+} AttemptChange;
+
+/* Sets what RecordAttempt's UPDATE sets when no retry time is due. */
+static void
+ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
+{
+	const AttemptChange *c = (const AttemptChange *) arg;
+
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(c->status);
+	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(c->attempts);
+	values[a[COL_RESULT] - 1] = c->result ? JsonbPGetDatum(c->result) : (Datum) 0;
+	nulls[a[COL_RESULT] - 1] = c->result == NULL;
+	values[a[COL_LAST_ERROR] - 1] = c->last_error
+		? CStringGetTextDatum(StorableText(c->last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
+	nulls[a[COL_LAST_ERROR] - 1] = c->last_error == NULL;
+	if (c->delivery)
+		values[a[COL_DELIVERIES] - 1] =
+			Int32GetDatum(DatumGetInt32(values[a[COL_DELIVERIES] - 1]) + 1);
+	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	nulls[a[COL_APPLIED_AT] - 1] = c->status != WI_APPLIED;
+	nulls[a[COL_LEASE_UNTIL] - 1] = true;
+	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
+}
+
+bool
+RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
+					const char *last_error, bool delivery)
+{
+	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR,
+	COL_DELIVERIES, COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
+	AttemptChange c = {status, attempts, result, last_error, delivery};
+	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c};
+
+	return UpdateEventDirect(row, &change, NULL);
+}
+
+/* Sets what LeaseEvent's UPDATE sets: processing, one more attempt, leased
+ * until the transaction's start plus the lease. */
+static void
+ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
+{
+	Datum		until = DirectFunctionCall2(timestamptz_pl_interval,
+											TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+											IntervalPGetDatum((const Interval *) arg));
+
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(WI_PROCESSING);
+	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(DatumGetInt32(values[a[COL_ATTEMPTS] - 1]) + 1);
+	values[a[COL_LEASE_UNTIL] - 1] = until;
+	nulls[a[COL_LEASE_UNTIL] - 1] = false;
+	values[a[COL_NEXT_ATTEMPT_AT] - 1] = until;
+	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = false;
+}
+
+bool
+LeaseEventDirect(EventRow *row, const Interval *lease)
+{
+	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
+	EventChange change = {columns, lengthof(columns), ApplyLease, lease};
+	EventRow	leased;
+
+	if (!UpdateEventDirect(row, &change, &leased))
+		return false;
+	*row = leased;
+	return true;
+}
+
+int
+LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row)
+{
+	Relation	rel;
+	const EventsRelFacts *facts;
+	Relation	idx;
+	Snapshot	snapshot;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	TM_FailureData tmfd;
+	TM_Result	res = TM_Ok;
+	bool		found;
+	int			answer;
+
+	/* On Citus the row is in a shard: the routed statement locks it. */
+	if (EventsDistributed())
+		return -1;
+	rel = table_open(EventsRelid(), RowShareLock);
+	facts = EventsFacts(rel);
+	if (!facts->direct_ok)
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+	idx = index_open(facts->key_index, AccessShareLock);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(event_id));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	slot = table_slot_create(rel, NULL);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	/* SELECT ... FOR UPDATE: wait for whoever holds the row, then lock its
+	 * latest version (READ COMMITTED follows the update chain). */
+	if (found)
+	{
+		ItemPointerData tid = slot->tts_tid;
+
+		res = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
+							   LockTupleExclusive, LockWaitBlock,
+							   TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	}
+	if (!found || res == TM_Deleted)
+		answer = 0;
+	else if (res != TM_Ok)
+		answer = -1;			/* anything else: as the statement would see it */
+	else
+	{
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+
+		EventRowFromTuple(row, should_free ? tuple : heap_copytuple(tuple), RelationGetDescr(rel),
+						  facts->attnums);
+		answer = row->id == id ? 1 : 0;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	return answer;
 }

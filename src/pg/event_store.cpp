@@ -104,8 +104,7 @@ ExecuteForEvent(SPIPlanPtr local_plan, SPIPlanPtr *routed_slot, const char *sql,
 							routed_nulls, false, count);
 }
 
-/* The SELECT list of every event read: the model's columns, then xmin. */
-static const char *
+const char *
 EventReadList(void)
 {
 	static char *list = NULL;
@@ -128,16 +127,28 @@ EventSelect(char **slot, const char *rest)
 	return *slot;
 }
 
+void
+ReadEventRowAt(EventRow *row, uint64 i, int first)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	Datum	   *values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+
+	if (desc->natts < first + N_EVENT_COLUMNS + 1)
+		elog(ERROR, "event read has %d columns; expected %d", desc->natts,
+			 first + N_EVENT_COLUMNS + 1);
+	heap_deform_tuple(SPI_tuptable->vals[i], desc, values, nulls);
+	EventRowFromValues(row, values + first, nulls + first);
+	row->xmin = DatumGetTransactionId(values[first + N_EVENT_COLUMNS]);
+	pfree(values);
+	pfree(nulls);
+}
+
 /* Fills *row from the first row of the last SPI result. */
 static void
 ReadEventRow(EventRow *row)
 {
-	Datum		values[N_EVENT_COLUMNS + 1];
-	bool		nulls[N_EVENT_COLUMNS + 1];
-
-	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
-	EventRowFromValues(row, values, nulls);
-	row->xmin = DatumGetTransactionId(values[N_EVENT_COLUMNS]);
+	ReadEventRowAt(row, 0, 0);
 	RememberEventKey(row->id, row->event_id);
 }
 
@@ -394,7 +405,7 @@ CountBusyDelivery(const char *source, const char *event_id)
 }
 
 void
-RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
 			  const char *last_error, bool delivery, const Interval *backoff,
 			  const Interval *retry_in)
 {
@@ -420,7 +431,14 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\0'};
 	int			rc;
 
-	values[0] = Int64GetDatum(id);
+	/* No retry time to compute (the backoff rule is SQL): no SPI either,
+	 * under READ COMMITTED (the direct lookup's snapshot rule); never on
+	 * Citus, where this table is a shell and the row is in a shard. */
+	if (!IsolationUsesXactSnapshot() && !EventsDistributed() &&
+		(status != WI_FAILED || (backoff == NULL && retry_in == NULL)) &&
+		RecordAttemptDirect(row, status, attempts, result, last_error, delivery))
+		return;
+	values[0] = Int64GetDatum(row->id);
 	values[1] = CStringGetTextDatum(EventStatusLabel(status));
 	values[2] = Int32GetDatum(attempts);
 	values[3] = result ? JsonbPGetDatum(result) : (Datum) 0;
@@ -442,7 +460,7 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 		static const Oid routed_types[11] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
 		INTERVALOID, INTERVALOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 		static SPIPlanPtr times_plan = NULL;
-		const char *key = EventKeyOf(id);
+		const char *key = row->event_id ? row->event_id : EventKeyOf(row->id);
 		bool		isnull;
 
 		if (key == NULL)
@@ -484,13 +502,17 @@ RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
 }
 
 void
-LeaseEvent(int64 id, const Interval *lease, EventRow *row)
+LeaseEvent(const Interval *lease, EventRow *row)
 {
 	static const Oid argtypes[2] = {INT8OID, INTERVALOID};
 	static char *sql = NULL;
 	SPIPlanPtr	plan;
-	Datum		args[2] = {Int64GetDatum(id), IntervalPGetDatum(lease)};
+	Datum		args[2] = {Int64GetDatum(row->id), IntervalPGetDatum(lease)};
 	int			rc;
+
+	/* (Not on Citus: the row is in a shard, leased by the routed form.) */
+	if (!IsolationUsesXactSnapshot() && !EventsDistributed() && LeaseEventDirect(row, lease))
+		return;
 
 	if (sql == NULL)
 		sql = MemoryContextStrdup(TopMemoryContext,
@@ -502,7 +524,9 @@ LeaseEvent(int64 id, const Interval *lease, EventRow *row)
 										   " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
 										   EventReadList()));
 	plan = KeepPlan(&lease_plan, sql, 2, argtypes);
-	rc = ExecuteForEvent(plan, &routed_lease_plan, sql, id, 2, argtypes, args, NULL, 1,
+	if (EventsDistributed())
+		RememberEventKey(row->id, row->event_id);
+	rc = ExecuteForEvent(plan, &routed_lease_plan, sql, row->id, 2, argtypes, args, NULL, 1,
 						 SPI_OK_UPDATE_RETURNING);
 	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "leasing event failed: %s", SPI_result_code_string(rc));

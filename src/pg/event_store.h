@@ -10,6 +10,13 @@
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 
+/* The SELECT list of every event read: the model's columns, then xmin. */
+const char *EventReadList(void);
+
+/* Fills *row from row i of the last SPI result, a read of EventReadList()
+ * from column first on. */
+void		ReadEventRowAt(EventRow *row, uint64 i, int first);
+
 /* Reads the event (source, event_id) without locking its row: the caller
  * holds the event's claim lock, which every writer of an event takes first.
  * Under REPEATABLE READ and SERIALIZABLE, raises a serialization failure
@@ -24,6 +31,23 @@ int			LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 /* InsertEvent without SPI; false (nothing done) if the table is not as the
  * extension made it (use InsertEvent). */
 bool		InsertEventDirect(const EventRow *row);
+
+/* RecordAttempt without SPI, for an attempt that leaves the event due for
+ * no worker (applied, dead, or a sync delivery's failure); false (nothing
+ * done) if the table is not as the extension made it. The caller holds
+ * the event's row lock. */
+bool		RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts,
+								Jsonb *result, const char *last_error, bool delivery);
+
+/* LeaseEvent without SPI, for READ COMMITTED: *row (the caller holds its
+ * row lock) is leased and read back; false (nothing done) if the table is
+ * not as the extension made it. */
+bool		LeaseEventDirect(EventRow *row, const Interval *lease);
+
+/* LockEventRow (waiting) without SPI, for READ COMMITTED, for an event
+ * whose names the caller knows: 1 locked and read (it is event id), 0 no
+ * such event, -1 use LockEventRow. */
+int			LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row);
 
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
@@ -48,13 +72,13 @@ int32		CountBusyDelivery(const char *source, const char *event_id);
  * came with a delivery (counted). A failure is due again after retry_in,
  * else after the source's backoff (queue.h's retry rule), else (both NULL:
  * a sync delivery's failure, retried by its sender) never for workers. */
-void		RecordAttempt(int64 id, WiEventStatus status, int32 attempts, Jsonb *result,
+void		RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *result,
 						  const char *last_error, bool delivery, const Interval *backoff,
 						  const Interval *retry_in);
 
-/* Leases a due event for lease (status processing, one more attempt);
- * *row receives it as leased. */
-void		LeaseEvent(int64 id, const Interval *lease, EventRow *row);
+/* Leases a due event *row (its row lock held) for lease (status
+ * processing, one more attempt); *row receives it as leased. */
+void		LeaseEvent(const Interval *lease, EventRow *row);
 
 /* Renews the lease of a processing event; false if (id, attempt) is not
  * its current claim. */

@@ -12,6 +12,7 @@ void		_PG_init(void);
 
 int			wi_max_body_bytes = 1024 * 1024;
 int			wi_max_event_id_bytes = 512;
+int			wi_max_batch_items = 1000;
 bool		wi_notify = true;
 int			wi_handler_timeout = 0;
 int			wi_notify_interval_ms = 100;
@@ -40,6 +41,19 @@ _PG_init(void)
 							2000,
 							PGC_USERSET,
 							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	/* Each item of a batch holds a claim lock until commit: a superuser
+	 * decides how many a request may take from the shared lock table. */
+	DefineCustomIntVariable("webhook_idem.max_batch_items",
+							"Most events one batched request may carry; more are answered too_large (413).",
+							"Each item holds a lock in the shared lock table until the request commits.",
+							&wi_max_batch_items,
+							1000,
+							1,
+							100000,
+							PGC_SUSET,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("webhook_idem.notify",

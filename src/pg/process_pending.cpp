@@ -6,6 +6,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/distribute.h"
+
 extern "C" {
 #include "storage/proc.h"
 }
@@ -22,20 +24,19 @@ PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
  * attempt (RunHandler), and the batch goes on.
  */
 static bool
-ProcessOne(int64 id)
+ProcessOne(const EventRow *row)
 {
 	WiSource   *src;
-	EventRow	row;
 	WiHandlerResult res;
 
-	if (!TakeDueEvent(id, &row, &src))
+	if (!TakeDueEvent(row, &src))
 		return false;
-	if (LeaseExpiredOnLastAttempt(src, &row))
+	if (LeaseExpiredOnLastAttempt(src, row))
 	{
-		BuryExpiredLease(&row);
+		BuryExpiredLease(row);
 		return true;
 	}
-	(void) AttemptKnownEvent(src, &row, false, &res);
+	(void) AttemptKnownEvent(src, row, false, &res);
 	return true;
 }
 
@@ -63,26 +64,43 @@ EventNames(int64 id, char **source, char **event_id)
 }
 
 bool
-ApplyClaimedEvent(int64 id, int32 attempt)
+ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event_id)
 {
-	char	   *source;
-	char	   *event_id;
 	WiSource   *src;
 	EventRow	row;
 	WiHandlerResult res;
 
 	/* The claim lock first, then the row, as every writer takes them. */
-	if (!EventNames(id, &source, &event_id))
-		return false;
+	if (source == NULL || event_id == NULL)
+	{
+		char	   *s;
+		char	   *e;
+
+		if (!EventNames(id, &s, &e))
+			return false;
+		source = s;
+		event_id = e;
+	}
 	src = LookupSource(source);
 	if (src == NULL)
 		return false;
 	if (!LockEvent(source, event_id, true))
 		return false;
-	if (!LockEventRow(id, false, &row))
-		return false;
-	/* Fenced: the claim must still be this one. */
-	if (row.status != WI_PROCESSING || row.attempts != attempt)
+	{
+		/* The direct row lock under READ COMMITTED on a plain table; on
+		 * Citus (the row is in a shard) the statement routed by event id. */
+		int			locked = IsolationUsesXactSnapshot() || EventsDistributed() ? -1
+			: LockEventDirect(source, event_id, id, &row);
+
+		if (locked < 0 && EventsDistributed())
+			RememberEventKey(id, event_id);
+
+		if (locked < 0 ? !LockEventRow(id, false, &row) : locked == 0)
+			return false;
+	}
+	/* Fenced: the claim must still be this one (of that event). */
+	if (row.status != WI_PROCESSING || row.attempts != attempt ||
+		strcmp(row.source, source) != 0 || strcmp(row.event_id, event_id) != 0)
 		return false;
 	/* claim_next counted the attempt already: run attempt number
 	 * `attempt`, not one more. */
@@ -113,13 +131,15 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	DueScanInit(&scan, source);
 	while (done < max_events)
 	{
-		char	   *source_name;
-		int64		id = DueScanNext(&scan, &source_name);
+		EventRow	row;
+		int64		id = DueScanNext(&scan, &row);
+		const char *source_name;
 		WiSource   *src;
 
 		CHECK_FOR_INTERRUPTS();
 		if (id == 0)
 			break;
+		source_name = row.source;
 		src = LookupSource(source_name);
 		if (src == NULL)
 		{
@@ -140,11 +160,12 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 			DueScanSkipSource(&scan, source_name);
 			continue;
 		}
-		if (ProcessOne(id))
+		if (ProcessOne(&row))
 			done++;
 		else
 			DueScanSkipEvent(&scan, id);
 	}
+	DueScanEnd(&scan);
 	SPI_finish();
 	PG_RETURN_INT32(done);
 }

@@ -46,7 +46,7 @@ LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row)
 void
 BuryExpiredLease(const EventRow *row)
 {
-	RecordAttempt(row->id, WI_DEAD, row->attempts, NULL,
+	RecordAttempt(row, WI_DEAD, row->attempts, NULL,
 				  psprintf("%s%slease expired on the last attempt",
 						   row->last_error ? row->last_error : "", row->last_error ? "; " : ""),
 				  false, NULL, NULL);
@@ -61,6 +61,7 @@ DueScanInit(DueScan *scan, text *source)
 	scan->skip = (int64 *) palloc(sizeof(int64) * scan->cap_skip);
 	scan->cap_skip_sources = 4;
 	scan->skip_sources = (Datum *) palloc(sizeof(Datum) * scan->cap_skip_sources);
+	TIMESTAMP_NOBEGIN(scan->after);
 }
 
 void
@@ -84,57 +85,54 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
 												sizeof(Datum) * scan->cap_skip_sources);
 	}
 	scan->skip_sources[scan->n_skip_sources++] = CStringGetTextDatum(source_name);
+	/* Reopened with the source excluded before any more of its rows are
+	 * locked. */
+	DueScanEnd(scan);
 }
 
-int64
-DueScanNext(DueScan *scan, char **source_name)
+void
+DueScanEnd(DueScan *scan)
+{
+	if (scan->portal != NULL)
+		SPI_cursor_close(scan->portal);
+	scan->portal = NULL;
+}
+
+/* The most rows one opening of the walk's cursor returns: a LIMIT, so
+ * that the planner picks the ordered index walk that stops early; a call
+ * takes and passes over at most WI_MAX_BATCH each. */
+#define WI_DUE_WALK 2000
+
+/*
+ * DueScanNext on Citus (distribute.cpp), where a statement over every shard
+ * can neither lock rows nor be walked as one cursor: each candidate is read
+ * without a lock (each shard's first due event, merged in order), then
+ * locked on its shard with SKIP LOCKED and read again there, through a
+ * statement routed by its event id (LockEventRow); one that someone holds
+ * or that has vanished is passed over like any other. A candidate that
+ * stopped being due meanwhile is returned locked, and TakeDueEvent, which
+ * checks the state read under the lock, refuses it.
+ */
+static int64
+DistributedDueScanNext(DueScan *scan, EventRow *row)
 {
 	static const Oid argtypes[3] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID};
-	static SPIPlanPtr source_due_plan = NULL;
-
-	/*
-	 * Two statements, so that each plan walks an index in the order asked
-	 * for and stops at the first row it may lock: every due event in order
-	 * (events_due_idx), or one source's (events_source_due_idx). One
-	 * statement for both ("$1 IS NULL OR source = $1") made the planner
-	 * sort all of a source's due events for every event taken, which grows
-	 * with the backlog. Sources passed over are excluded before any row of
-	 * theirs is locked.
-	 */
-	SPIPlanPtr	plan = scan->source == NULL
-		? KeepPlan(&due_plan,
-				   "SELECT id, source FROM webhook_idem.events"
-				   " WHERE " WI_DUE_SQL
-				   "   AND $1 IS NULL"
-				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-				   " ORDER BY next_attempt_at LIMIT 1"
-				   " FOR UPDATE SKIP LOCKED",
-				   3, argtypes)
-		: KeepPlan(&source_due_plan,
-				   "SELECT id, source FROM webhook_idem.events"
-				   " WHERE " WI_DUE_SQL
-				   "   AND source OPERATOR(pg_catalog.=) $1"
-				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-				   " ORDER BY source, next_attempt_at LIMIT 1"
-				   " FOR UPDATE SKIP LOCKED",
-				   3, argtypes);
 	static SPIPlanPtr distributed_due_plan = NULL;
 	static SPIPlanPtr distributed_source_due_plan = NULL;
-	Datum	   *elems;
-	Datum		args[3];
-	char		nulls[3] = {scan->source ? ' ' : 'n', ' ', ' '};
-	bool		distributed = EventsDistributed();
 
-	/*
-	 * On Citus (distribute.cpp) a statement over every shard cannot lock
-	 * rows: the candidate is read without a lock (each shard's first due
-	 * event, merged in order), and TakeDueEvent locks it on its shard with
-	 * SKIP LOCKED, through a statement routed by its event id; one that
-	 * someone holds is passed over like any other.
-	 */
-	if (distributed)
+	for (;;)
+	{
+		SPIPlanPtr	plan;
+		Datum	   *elems;
+		Datum		args[3];
+		char		nulls[3] = {scan->source ? ' ' : 'n', ' ', ' '};
+		bool		isnull;
+		int64		id;
+		int			rc;
+
+		CHECK_FOR_INTERRUPTS();
+		if (scan->n_skip >= WI_MAX_BATCH)
+			return 0;
 		plan = scan->source == NULL
 			? KeepPlan(&distributed_due_plan,
 					   "SELECT id, source, event_id FROM webhook_idem.events"
@@ -152,47 +150,127 @@ DueScanNext(DueScan *scan, char **source_name)
 					   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
 					   " ORDER BY source, next_attempt_at LIMIT 1",
 					   3, argtypes);
-	bool		isnull;
-	int			rc;
+		elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
+		for (int i = 0; i < scan->n_skip; i++)
+			elems[i] = Int64GetDatum(scan->skip[i]);
+		args[0] = PointerGetDatum(scan->source);
+		args[1] = PointerGetDatum(construct_array(elems, scan->n_skip, INT8OID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources,
+												  TEXTOID, -1, false, TYPALIGN_INT));
+		rc = SPI_execute_plan(plan, args, nulls, false, 1);
+		pfree(elems);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return 0;
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		RememberEventKey(id, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 3, &isnull)));
+		if (LockEventRow(id, true, row))
+			return id;
+		DueScanSkipEvent(scan, id);
+	}
+}
 
-	if (scan->n_skip >= WI_MAX_BATCH)
-		return 0;
-	elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
-	for (int i = 0; i < scan->n_skip; i++)
-		elems[i] = Int64GetDatum(scan->skip[i]);
-	args[0] = PointerGetDatum(scan->source);
-	args[1] = PointerGetDatum(construct_array(elems, scan->n_skip, INT8OID, 8, FLOAT8PASSBYVAL,
-											  TYPALIGN_DOUBLE));
-	args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources, TEXTOID,
-											  -1, false, TYPALIGN_INT));
-	rc = SPI_execute_plan(plan, args, nulls, false, 1);
-	pfree(elems);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return 0;
-	*source_name = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (distributed)
-		RememberEventKey(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
-						 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)));
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+int64
+DueScanNext(DueScan *scan, EventRow *row)
+{
+	static const Oid argtypes[4] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID};
+	static SPIPlanPtr source_due_plan = NULL;
+	static char *due_sql = NULL;
+	static char *source_due_sql = NULL;
+
+	/*
+	 * Two statements, so that each plan walks an index in the order asked
+	 * for and stops at the first row it may lock: every due event in order
+	 * (events_due_idx), or one source's (events_source_due_idx). One
+	 * statement for both ("$1 IS NULL OR source = $1") made the planner
+	 * sort all of a source's due events for every event taken, which grows
+	 * with the backlog. Sources passed over are excluded before any row of
+	 * theirs is locked (the cursor is opened again without them). $4
+	 * starts a reopened walk where the last event taken was due. On Citus,
+	 * candidates are read and then locked on their shard instead.
+	 */
+	if (EventsDistributed())
+		return DistributedDueScanNext(scan, row);
+	if (due_sql == NULL)
+	{
+		due_sql = MemoryContextStrdup(TopMemoryContext, psprintf(
+			"SELECT %s FROM webhook_idem.events"
+			" WHERE " WI_DUE_SQL
+			"   AND $1 IS NULL"
+			"   AND next_attempt_at OPERATOR(pg_catalog.>=) $4"
+			"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+			"   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+			" ORDER BY next_attempt_at LIMIT %d"
+			" FOR UPDATE SKIP LOCKED", EventReadList(), WI_DUE_WALK));
+		source_due_sql = MemoryContextStrdup(TopMemoryContext, psprintf(
+			"SELECT %s FROM webhook_idem.events"
+			" WHERE " WI_DUE_SQL
+			"   AND source OPERATOR(pg_catalog.=) $1"
+			"   AND next_attempt_at OPERATOR(pg_catalog.>=) $4"
+			"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+			"   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+			" ORDER BY source, next_attempt_at LIMIT %d"
+			" FOR UPDATE SKIP LOCKED", EventReadList(), WI_DUE_WALK));
+	}
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (scan->n_skip >= WI_MAX_BATCH)
+			return 0;
+		if (scan->portal == NULL)
+		{
+			SPIPlanPtr	plan = scan->source == NULL
+				? KeepPlan(&due_plan, due_sql, 4, argtypes)
+				: KeepPlan(&source_due_plan, source_due_sql, 4, argtypes);
+			Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
+			Datum		args[4];
+			char		nulls[4] = {scan->source ? ' ' : 'n', ' ', ' ', ' '};
+
+			for (int i = 0; i < scan->n_skip; i++)
+				elems[i] = Int64GetDatum(scan->skip[i]);
+			args[0] = PointerGetDatum(scan->source);
+			args[1] = PointerGetDatum(construct_array(elems, scan->n_skip, INT8OID, 8,
+													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources,
+													  TEXTOID, -1, false, TYPALIGN_INT));
+			args[3] = TimestampTzGetDatum(scan->after);
+			scan->portal = SPI_cursor_open(NULL, plan, args, nulls, false);
+			if (scan->portal == NULL)
+				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
+			scan->fetched = 0;
+			pfree(elems);
+		}
+		SPI_cursor_fetch(scan->portal, true, 1);
+		if (SPI_processed > 0)
+		{
+			scan->fetched++;
+			ReadEventRowAt(row, 0, 0);
+			if (!row->next_attempt_null && row->next_attempt_at > scan->after)
+				scan->after = row->next_attempt_at;
+			return row->id;
+		}
+		/* Walked to its end: there is no more, unless its LIMIT ended it. */
+		DueScanEnd(scan);
+		if (scan->fetched < WI_DUE_WALK)
+			return 0;
+	}
+	return 0;
 }
 
 bool
-TakeDueEvent(int64 id, EventRow *row, WiSource **src)
+TakeDueEvent(const EventRow *row, WiSource **src)
 {
-	if (!LockEventRow(id, true, row))
-		return false;
 	*src = LookupSource(row->source);
 	if (*src == NULL)
 		return false;
 	if (!LockEvent(row->source, row->event_id, false))
 		return false;
-	/* Read again under the claim: a delivery may have applied it since, or
-	 * it failed and now waits for its retry time, or a worker holds a live
-	 * lease on it. */
-	if (!LockEventRow(id, true, row))
-		return false;
+	/* The row has been locked for us since DueScanNext read it: a
+	 * delivery that applied it, a failure that set its retry time or a
+	 * worker's lease would have had to take the row lock first. */
 	return EventIsDue(row);
 }
 
@@ -212,7 +290,7 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 
 	*res = RunHandler(src, &ev);
 	status = res->ok ? WI_APPLIED : FailedAttemptStatus(src, ev.row.attempts, row->attempts_base);
-	RecordAttempt(row->id, status, ev.row.attempts, res->ok ? res->result : NULL,
+	RecordAttempt(row, status, ev.row.attempts, res->ok ? res->result : NULL,
 				  res->ok ? NULL : res->error, delivery,
 				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
 	return status;
@@ -296,21 +374,20 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	DueScanInit(&scan, source);
 	while (claimed < batch)
 	{
-		char	   *source_name;
-		int64		id = DueScanNext(&scan, &source_name);
 		EventRow	row;
+		int64		id = DueScanNext(&scan, &row);
 		WiSource   *src;
 
 		CHECK_FOR_INTERRUPTS();
 		if (id == 0)
 			break;
-		if (LookupSource(source_name) == NULL)
+		if (LookupSource(row.source) == NULL)
 		{
 			/* Gone or misconfigured: none of its events is taken. */
-			DueScanSkipSource(&scan, source_name);
+			DueScanSkipSource(&scan, row.source);
 			continue;
 		}
-		if (!TakeDueEvent(id, &row, &src))
+		if (!TakeDueEvent(&row, &src))
 		{
 			DueScanSkipEvent(&scan, id);
 			continue;
@@ -320,10 +397,11 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 			BuryExpiredLease(&row);
 			continue;
 		}
-		LeaseEvent(id, lease, &row);
+		LeaseEvent(lease, &row);
 		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));
 		claimed++;
 	}
+	DueScanEnd(&scan);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -352,7 +430,7 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
 	{
-		RecordAttempt(row.id, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+		RecordAttempt(&row, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
 					  NULL, false, NULL, NULL);
 		done = true;
 	}
@@ -383,7 +461,7 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 	{
 		WiEventStatus status = FailedAttemptStatus(src, row.attempts, row.attempts_base);
 
-		RecordAttempt(row.id, status, row.attempts, NULL, error, false,
+		RecordAttempt(&row, status, row.attempts, NULL, error, false,
 					  status == WI_FAILED ? &src->backoff : NULL,
 					  status == WI_FAILED ? retry_in : NULL);
 		answer = status == WI_DEAD ? "dead" : "retrying";

@@ -52,16 +52,28 @@ typedef struct DueScan
 	Datum	   *skip_sources;	/* text datums */
 	int			n_skip_sources;
 	int			cap_skip_sources;
+	TimestampTz after;			/* due no earlier than the last one taken */
+	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
+	int			fetched;		/* rows the cursor returned */
 } DueScan;
 
 /* Starts a walk over the due events of source (NULL: every source). */
 void		DueScanInit(DueScan *scan, text *source);
 
-/* The oldest due event not passed over that no one else holds (row-locked
- * for us), with its source's name in *source_name; 0 if there is none, or
- * once the call has passed over WI_MAX_BATCH events (the next call goes
- * on: each one passed over holds a row lock until the transaction ends). */
-int64		DueScanNext(DueScan *scan, char **source_name);
+/* The oldest due event not passed over that no one else holds, row-locked
+ * for us and read into *row; 0 if there is none, or once the call has
+ * passed over WI_MAX_BATCH events (the next call goes on: each one passed
+ * over holds a row lock until the transaction ends). The walk is one
+ * cursor, read one row at a time and so locking one row at a time: the
+ * index is walked once per call, not once per event (an event that became
+ * due behind it meanwhile is found by the next call, whose walk starts at
+ * the beginning). On Citus each candidate is read over every shard without
+ * a lock, then locked and read again on its shard (it may no longer be
+ * due: TakeDueEvent says). */
+int64		DueScanNext(DueScan *scan, EventRow *row);
+
+/* Ends the walk (closes its cursor). */
+void		DueScanEnd(DueScan *scan);
 
 /* Passes over an event (someone else holds it, or it is no longer due). */
 void		DueScanSkipEvent(DueScan *scan, int64 id);
@@ -69,11 +81,12 @@ void		DueScanSkipEvent(DueScan *scan, int64 id);
 /* Passes over a source for the rest of the call. */
 void		DueScanSkipSource(DueScan *scan, const char *source_name);
 
-/* Takes event id for a worker: its row lock, then its claim lock (never
- * waiting for either: a worker skips what a delivery or another worker
- * holds), and reads it again under the claim. True, with *row and *src, if
- * it is still due and its source exists; false if it is not ours to take. */
-bool		TakeDueEvent(int64 id, EventRow *row, WiSource **src);
+/* Takes the event DueScanNext row-locked and read into *row for a worker:
+ * its claim lock too (never waiting: a worker skips what a delivery or
+ * another worker holds). The row lock, held since the read, kept every
+ * writer off it, so *row is still its state. True, with *src, if it is due
+ * and its source exists; false if it is not ours to take. */
+bool		TakeDueEvent(const EventRow *row, WiSource **src);
 
 /* Runs the handler for the next attempt of a known event and records how
  * it went: applied, failed or dead. With delivery, the attempt came
@@ -90,9 +103,10 @@ void		CheckRetryInArg(const Interval *retry_in);
 
 /* Applies an event an in-database worker claimed and committed (status
  * processing, attempts = attempt): runs its handler for that attempt and
- * records how it went. False, doing nothing, if the claim is no longer
+ * records how it went. source and event_id are the event's as claimed (or
+ * NULL: read by id). False, doing nothing, if the claim is no longer
  * current (fenced off) or the event or its source is gone. */
-bool		ApplyClaimedEvent(int64 id, int32 attempt);
+bool		ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event_id);
 
 /* --- bgworker.cpp ---------------------------------------------------- */
 

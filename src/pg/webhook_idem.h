@@ -18,6 +18,7 @@
 /* Settings (module.cpp). */
 extern int	wi_max_body_bytes;
 extern int	wi_max_event_id_bytes;
+extern int	wi_max_batch_items;
 extern bool wi_notify;
 extern int	wi_handler_timeout;	/* ms, 0 = none */
 extern int	wi_notify_interval_ms;

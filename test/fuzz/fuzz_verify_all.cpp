@@ -29,10 +29,17 @@ using fuzz::kUsec;
 constexpr size_t kMaxHeaders = 16;
 constexpr size_t kMaxSecrets = 4;
 
-/* Secrets every scheme is offered besides the fuzzed ones: a plain one and a
- * Standard-Webhooks shaped one (whsec_ + base64 of 24 bytes). */
-const char *const kStockSecrets[] = {"fuzz-secret",
-                                     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"};
+/* Secrets every scheme is offered besides the fuzzed ones: a plain one, a
+ * Standard-Webhooks shaped one (whsec_ + base64 of 24 bytes), public keys:
+ * Ed25519 as whpk_ and as hex (standard v1a, discord), and a P-256
+ * SubjectPublicKeyInfo in base64 (sendgrid). Each scheme gets those its
+ * CheckSecret accepts. */
+const char *const kStockSecrets[] = {
+    "fuzz-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "whpk_iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=",
+    "e8da63a40ca687c87cfce05cb24a786c7e75cc49c70db5573f026f1c6a86ceaa",
+    ("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF"
+     "9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==")};
 
 struct Parsed {
   std::vector<wi::Header> headers;

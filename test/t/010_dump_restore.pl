@@ -62,7 +62,7 @@ $node->safe_psql('second', 'CREATE EXTENSION webhook_idem');
 is($node->safe_psql('second', q{SELECT count(*) FROM pg_roles WHERE rolname LIKE 'webhook_idem_%'}), '3',
 	'the three roles exist once for the cluster');
 is($node->safe_psql('second', q{SELECT has_function_privilege('webhook_idem_receiver',
-	'webhook_idem.apply_event(text, bytea, jsonb, text, text)', 'EXECUTE')}), 't',
+	'webhook_idem.apply_event(text, bytea, jsonb, text, text, text)', 'EXECUTE')}), 't',
 	'the receiver role is granted apply_event in the second database too');
 
 # DROP EXTENSION leaves the roles (other databases use them); CREATE again works.

@@ -46,10 +46,11 @@ TEST(SchemeRegistry, FindsTheCoreSchemesByExactName) {
 TEST(SchemeRegistry, AllSchemesAreSpecSchemesListedOnceAndFindable) {
   /* Every scheme SPEC.md's table names; the registry may hold any subset
    * that includes the core three, but nothing outside the table. */
-  const std::set<std::string> spec = {"stripe", "github",  "standard",
-                                      "slack",  "shopify", "twilio",
-                                      "paddle", "square",  "hmac",
-                                      "none"};
+  const std::set<std::string> spec = {
+      "stripe", "github", "standard", "slack",  "shopify", "twilio",
+      "paddle", "square", "discord",  "sendgrid", "hubspot", "zoom",
+      "twitch", "linear", "gitlab",   "meta",   "adyen",   "hmac",
+      "none"};
   size_t count = 0;
   const wi::Scheme *const *all = wi::AllSchemes(&count);
   ASSERT_NE(all, nullptr);

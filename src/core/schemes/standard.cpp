@@ -6,6 +6,21 @@
  * three came, else the svix-* aliases. As in the standard-webhooks and svix
  * libraries, the timestamp is checked first, in both directions, and the
  * signatures are compared as base64 text in constant time.
+ *
+ * Asymmetric signatures (spec/standard-webhooks.md, "Signature scheme"
+ * table: ed25519, public key "whpk_<base64>", identifier "v1a"): a
+ * "v1a,<base64>" entry is the Ed25519 signature of the same
+ * "<id>.<timestamp>.<body>", checked with each "whpk_" secret. As in the
+ * reference libraries' v1a implementations (standard-webhooks commits
+ * ba202c1 libraries/python/standardwebhooks/webhooks.py, b025417
+ * libraries/javascript/src/index.ts, f50a00a
+ * libraries/go/webhook_asymmetric.go), a secret's prefix picks its kind: a
+ * "whpk_" key checks only v1a entries, a "whsec_" (or unprefixed) secret only
+ * v1 entries; one header may carry both kinds and any entry matching any
+ * secret of its kind verifies. A v1a signature is the base64 of exactly 64
+ * bytes, read as the JavaScript library's decoder (@stablelib/base64) reads
+ * it (padding optional; see DecodeStandardV1aSignature); anything else is an
+ * entry that matches nothing.
  */
 #include "core/schemes/standard.h"
 
@@ -41,6 +56,33 @@ bool DecodeStandardSecret(std::string_view secret, std::string *key) {
   if (secret.substr(0, kPrefix.size()) == kPrefix)
     secret.remove_prefix(kPrefix.size());
   return Base64Decode(secret, key) && !key->empty();
+}
+
+bool DecodeStandardPublicKey(std::string_view secret, std::string *key) {
+  if (secret.substr(0, kStandardPublicKeyPrefix.size()) !=
+      kStandardPublicKeyPrefix) {
+    key->clear();
+    return false;
+  }
+  secret.remove_prefix(kStandardPublicKeyPrefix.size());
+  return Base64Decode(secret, key) && Ed25519KeyUsable(*key);
+}
+
+bool DecodeStandardV1aSignature(std::string_view text, std::string *sig) {
+  sig->clear();
+  /* As @stablelib/base64's decode (the reference library's decoder) reads
+   * it: at least 4 characters, at most two '=' at the end, and a lone last
+   * character of a group is dropped. */
+  size_t data_len = text.size();
+  while (data_len > 0 && text[data_len - 1] == '=') --data_len;
+  if (text.size() < 4 || text.size() - data_len > 2) return false;
+  std::string_view data = text.substr(0, data_len);
+  if (data.size() % 4 == 1) data.remove_suffix(1);
+  if (!Base64Decode(data, sig) || sig->size() != kEd25519SignatureSize) {
+    sig->clear();
+    return false;
+  }
+  return true;
 }
 
 namespace {
@@ -79,11 +121,28 @@ Verdict VerifyStandard(const VerifyRequest &req) {
   auto [end, ec] = std::to_chars(tbuf, tbuf + sizeof(tbuf), ts);
   std::string_view t(tbuf, static_cast<size_t>(end - tbuf));
 
-  std::string key;
+  std::string key, raw;
   unsigned char mac[kMaxDigestSize];
   bool found = false;
   for (size_t i = 0; i < req.n_secrets && !found; ++i) {
-    if (!DecodeStandardSecret(req.secrets[i], &key)) continue;
+    if (DecodeStandardPublicKey(req.secrets[i], &key)) {
+      /* A public key checks the v1a entries only. */
+      for (const StandardSignature &s : sigs) {
+        if (s.version != "v1a" || !DecodeStandardV1aSignature(s.signature, &raw))
+          continue;
+        if (Ed25519Verify(key, {h.id, ".", t, ".", req.body}, raw) ==
+            SignatureCheck::kValid) {
+          found = true;
+          break;
+        }
+      }
+      continue;
+    }
+    /* A "whpk_" secret that does not decode is no HMAC key either. */
+    if (req.secrets[i].substr(0, kStandardPublicKeyPrefix.size()) ==
+            kStandardPublicKeyPrefix ||
+        !DecodeStandardSecret(req.secrets[i], &key))
+      continue;
     size_t n =
         Hmac(Algorithm::kSha256, key, {h.id, ".", t, ".", req.body}, mac);
     std::string expected = Base64Encode(MacBytes(mac, n));
@@ -96,6 +155,16 @@ Verdict VerifyStandard(const VerifyRequest &req) {
 
 const char *CheckStandardSecret(std::string_view secret) {
   std::string key;
+  if (secret.substr(0, kStandardPublicKeyPrefix.size()) ==
+      kStandardPublicKeyPrefix) {
+    if (!DecodeStandardPublicKey(secret, &key))
+      return "expected \"whpk_\" followed by the base64 of a 32-byte Ed25519 "
+             "public key";
+    return nullptr;
+  }
+  if (secret.substr(0, 5) == "whsk_")
+    return "a \"whsk_\" key is the sender's private signing key: register "
+           "its public key (\"whpk_...\") instead";
   if (!DecodeStandardSecret(secret, &key))
     return "expected \"whsec_\" followed by base64 (the signing secret as the "
            "sender shows it)";
