@@ -88,7 +88,7 @@ EventsDistributed(void)
 {
 	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(DistributionInvalidated, (Datum) 0);
+		WiRegisterRelcacheCallback(DistributionInvalidated);
 		callback_registered = true;
 	}
 	if (distributed < 0 || distributed_relid != EventsRelid())

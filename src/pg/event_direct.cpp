@@ -145,7 +145,7 @@ OpenIndexes(ResultRelInfo *rri, Relation rel)
 {
 	if (!index_callback)
 	{
-		CacheRegisterRelcacheCallback(IndexesInvalidated, (Datum) 0);
+		WiRegisterRelcacheCallback(IndexesInvalidated);
 		index_callback = true;
 	}
 	if (!indexes_valid || indexes_relid != RelationGetRelid(rel))
