@@ -10,6 +10,7 @@ packages=(
   libssl-dev libipc-run-perl make g++ clang libclang-rt-14-dev
   libgtest-dev libbenchmark-dev libpq-dev python3-psycopg2 curl openssl nodejs
   libcurl4-openssl-dev   # builds pg_net for the relay suite (scripts/pg_net.sh)
+  liblz4-dev libzstd-dev libkrb5-dev  # to build Citus for the scale-out suite (scripts/citus.sh)
 )
 if [[ "${1:-}" == "bench" ]]; then
   packages+=(redis-server libhiredis-dev python3-matplotlib wrk)

@@ -1,7 +1,7 @@
 # test.mk - the project's own entry points around PGXS: set-up, unit tests,
 # PostgreSQL suites on a throwaway cluster, TAP, fuzzing, demo and bench.
 
-.PHONY: setup demo test unit check-pg sdk tap pg-net load http fuzz fuzz-build bench bench-http
+.PHONY: setup demo test unit check-pg sdk tap pg-net citus load http fuzz fuzz-build bench bench-http
 
 BUILD_DIR = build
 CORE_TEST_FLAGS = -std=c++17 -g -O1 -Wall -Wextra -I$(CURDIR)/src
@@ -50,12 +50,16 @@ sdk:
 # TAP tests (crashes, restarts) run as the postgres user. The relay suite
 # needs pg_net: pg-net uses an installed one or builds PG_NET_SRC (a release
 # tarball; .ci/run passes the one in ../shared/vendor), else 040_relay.pl
-# skips itself.
+# skips itself. The scale-out suite (050_citus.pl) needs Citus: citus uses an
+# installed one or builds CITUS_SRC once, else the suite skips itself.
 pg-net:
 	bash scripts/pg_net.sh
 
-tap: pg-net
+tap: pg-net citus
 	bash test/run_tap.sh
+
+citus:
+	bash scripts/citus.sh
 
 # The bounded load test: receivers and workers together on a throwaway cluster.
 load:

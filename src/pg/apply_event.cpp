@@ -5,6 +5,7 @@
  * through. Delivery problems are outcomes; only misuse raises.
  */
 #include "pg/boundary.h"
+#include "pg/distribute.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 #include "pg/verify.h"
@@ -65,7 +66,7 @@ ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, Time
 
 	/* current_event(): the row as it will be recorded, being processed. */
 	memset(&ev, 0, sizeof(ev));
-	ev.row.id = nextval_internal(EventsSeqRelid(), false);
+	ev.row.id = NextEventId();
 	ev.row.source = src->name;
 	ev.row.event_id = event_id;
 	ev.row.status = WI_PROCESSING;
@@ -379,7 +380,7 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 		EventRow	queued;
 
 		memset(&queued, 0, sizeof(queued));
-		queued.id = nextval_internal(EventsSeqRelid(), false);
+		queued.id = NextEventId();
 		queued.source = src->name;
 		queued.event_id = event_id;
 		queued.status = WI_QUEUED;

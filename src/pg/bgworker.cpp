@@ -16,6 +16,7 @@
  */
 #include "pg/forward.h"
 #include "pg/queue.h"
+#include "pg/distribute.h"
 #include "pg/shared_state.h"
 
 extern "C" {
@@ -228,7 +229,12 @@ ExtendClaims(const ClaimedEvent *claimed, int n)
 																  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
 
 		for (int i = 0; i < n; i++)
+		{
+			/* On Citus the renewal is routed by the event id claimed. */
+			if (EventsDistributed())
+				RememberEventKey(claimed[i].id, claimed[i].event_id);
 			(void) ExtendLease(claimed[i].id, claimed[i].attempt, lease);
+		}
 	}
 	SPI_finish();
 	PopActiveSnapshot();

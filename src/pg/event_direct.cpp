@@ -7,7 +7,9 @@
  * for a single-row probe, insert, update or lock. They are used under READ COMMITTED, while
  * webhook_idem.events is exactly the table the extension created (no
  * trigger, rule, policy, CHECK, extra or generated column a user may have
- * added); otherwise event_store.cpp's SPI statements do the same work.
+ * added) and not distributed by Citus (then it is an empty shell and its
+ * rows are in shards: distribute.cpp); otherwise event_store.cpp's SPI
+ * statements do the same work.
  * What the path knows of the table (its attribute numbers, key index and
  * whether it is as made) comes from event_row.cpp's EventsFacts, rebuilt
  * after every relcache invalidation of the table or its index (REINDEX
@@ -15,6 +17,8 @@
  * docs/performance.md has what this buys.
  */
 #include "pg/event_store.h"
+
+#include "pg/distribute.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -141,7 +145,7 @@ OpenIndexes(ResultRelInfo *rri, Relation rel)
 {
 	if (!index_callback)
 	{
-		CacheRegisterRelcacheCallback(IndexesInvalidated, (Datum) 0);
+		WiRegisterRelcacheCallback(IndexesInvalidated);
 		index_callback = true;
 	}
 	if (!indexes_valid || indexes_relid != RelationGetRelid(rel))
@@ -164,7 +168,7 @@ OpenIndexes(ResultRelInfo *rri, Relation rel)
 int
 LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 {
-	Relation	rel = table_open(EventsRelid(), AccessShareLock);
+	Relation	rel;
 	const EventsRelFacts *facts;
 	Relation	idx;
 	Snapshot	snapshot;
@@ -172,6 +176,11 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	bool		found;
+
+	/* On Citus the rows are in shards: one statement, routed by event_id. */
+	if (EventsDistributed())
+		return LookupEventRouted(source, event_id, row) ? 1 : 0;
+	rel = table_open(EventsRelid(), AccessShareLock);
 
 	/* The table is locked: its facts (rebuilt if invalidated) hold until
 	 * this transaction ends. */
@@ -206,14 +215,19 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 bool
 InsertEventDirect(const EventRow *row)
 {
-	Relation	rel = table_open(EventsRelid(), RowExclusiveLock);
+	Relation	rel;
 	TupleDesc	desc;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	List	   *recheck;
-	const EventsRelFacts *facts = EventsFacts(rel);
+	const EventsRelFacts *facts;
 
+	/* On Citus the rows are in shards: this table is an empty shell. */
+	if (EventsDistributed())
+		return false;
+	rel = table_open(EventsRelid(), RowExclusiveLock);
+	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
 		table_close(rel, NoLock);
@@ -258,8 +272,8 @@ typedef struct EventChange
 static bool
 UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 {
-	Relation	rel = table_open(EventsRelid(), RowExclusiveLock);
-	const EventsRelFacts *facts = EventsFacts(rel);
+	Relation	rel;
+	const EventsRelFacts *facts;
 	TupleDesc	desc;
 	Relation	idx;
 	Snapshot	snapshot;
@@ -278,6 +292,11 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	HeapTuple	tuple;
 	const AttrNumber *a;
 
+	/* On Citus the row is in a shard: the routed statement updates it. */
+	if (EventsDistributed())
+		return false;
+	rel = table_open(EventsRelid(), RowExclusiveLock);
+	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
 		table_close(rel, NoLock);
@@ -428,8 +447,8 @@ LeaseEventDirect(EventRow *row, const Interval *lease)
 int
 LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row)
 {
-	Relation	rel = table_open(EventsRelid(), RowShareLock);
-	const EventsRelFacts *facts = EventsFacts(rel);
+	Relation	rel;
+	const EventsRelFacts *facts;
 	Relation	idx;
 	Snapshot	snapshot;
 	ScanKeyData keys[2];
@@ -440,6 +459,11 @@ LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *ro
 	bool		found;
 	int			answer;
 
+	/* On Citus the row is in a shard: the routed statement locks it. */
+	if (EventsDistributed())
+		return -1;
+	rel = table_open(EventsRelid(), RowShareLock);
+	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
 		table_close(rel, NoLock);

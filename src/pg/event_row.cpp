@@ -7,6 +7,7 @@
  */
 #include "pg/event_row.h"
 
+#include "pg/distribute.h"
 #include "pg/webhook_idem.h"
 
 extern "C" {
@@ -91,13 +92,36 @@ EnumsInvalidated(Datum, int, uint32)
 	status_valid = false;
 }
 
+/* The module's relcache callbacks (WiRegisterRelcacheCallback). */
+#define WI_MAX_RELCACHE_FUNCS 8
+static RelcacheCallbackFunction relcache_funcs[WI_MAX_RELCACHE_FUNCS];
+static int	n_relcache_funcs = 0;
+
+/* PostgreSQL's one relcache callback for the module: calls each of its. */
+static void
+ModuleRelcacheInvalidated(Datum arg, Oid relid)
+{
+	for (int i = 0; i < n_relcache_funcs; i++)
+		relcache_funcs[i] (arg, relid);
+}
+
+void
+WiRegisterRelcacheCallback(RelcacheCallbackFunction func)
+{
+	if (n_relcache_funcs >= WI_MAX_RELCACHE_FUNCS)
+		elog(ERROR, "out of webhook_idem relcache callback slots");
+	if (n_relcache_funcs == 0)
+		CacheRegisterRelcacheCallback(ModuleRelcacheInvalidated, (Datum) 0);
+	relcache_funcs[n_relcache_funcs++] = func;
+}
+
 /* Registers the invalidation callbacks, once per backend. */
 static void
 RegisterCallbacks(void)
 {
 	if (!callbacks_registered)
 	{
-		CacheRegisterRelcacheCallback(EventsRelInvalidated, (Datum) 0);
+		WiRegisterRelcacheCallback(EventsRelInvalidated);
 		CacheRegisterSyscacheCallback(ENUMOID, EnumsInvalidated, (Datum) 0);
 		callbacks_registered = true;
 	}
@@ -383,6 +407,9 @@ DirectPathOk(Relation rel, const AttrNumber *attnums)
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
 		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity)
+		return false;
+	/* On Citus the rows are in shards: this is an empty shell. */
+	if (EventsDistributed())
 		return false;
 	if (desc->constr != NULL &&
 		(desc->constr->num_check > 0 || desc->constr->has_generated_stored))

@@ -113,6 +113,13 @@ typedef struct EventsRelFacts
 /* The facts of rel, rebuilt after any invalidation of it. */
 const EventsRelFacts *EventsFacts(Relation rel);
 
+/* Has func called on every relcache invalidation this backend reads
+ * (relid, or InvalidOid for all), through one callback of PostgreSQL's
+ * for the whole module: a backend has only MAX_RELCACHE_CALLBACKS (10)
+ * slots for every library it loads (Citus takes most of them), and one
+ * past them is a FATAL error. Call once per func. */
+void		WiRegisterRelcacheCallback(RelcacheCallbackFunction func);
+
 /* s as it may be stored: valid in the database encoding (invalid bytes are
  * shown as \xNN) and cut at a character boundary to at most max_bytes. */
 char	   *StorableText(const char *s, int max_bytes);

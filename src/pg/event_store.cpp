@@ -4,17 +4,26 @@
  */
 #include "pg/event_store.h"
 
+#include "pg/distribute.h"
 #include "pg/forward.h"
 
 static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lock_skip_plan = NULL;
 static SPIPlanPtr insert_plan = NULL;
+static SPIPlanPtr insert_conflict_plan = NULL;
 static SPIPlanPtr bump_plan = NULL;
 static SPIPlanPtr attempt_plan = NULL;
 static SPIPlanPtr busy_bump_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr extend_plan = NULL;
+static SPIPlanPtr routed_lock_plan = NULL;
+static SPIPlanPtr routed_lock_skip_plan = NULL;
+static SPIPlanPtr routed_bump_plan = NULL;
+static SPIPlanPtr routed_attempt_plan = NULL;
+static SPIPlanPtr routed_lease_plan = NULL;
+static SPIPlanPtr routed_extend_plan = NULL;
+static SPIPlanPtr routed_busy_bump_plan = NULL;
 
 SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
@@ -29,6 +38,71 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 		*slot = plan;
 	}
 	return *slot;
+}
+
+/*
+ * On Citus (distribute.cpp), a statement that names an event by its id
+ * names its event id too, the distribution column, so that Citus sends it
+ * to the one shard that holds it: RoutedPlan prepares, once per backend,
+ * sql with "AND event_id = $<nargs + 1>" after its "WHERE id = $1", and
+ * RoutedArgs appends the event id to the arguments.
+ */
+static SPIPlanPtr
+RoutedPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+{
+	if (*slot == NULL)
+	{
+		const char *where = "WHERE id OPERATOR(pg_catalog.=) $1";
+		const char *at = strstr(sql, where);
+		Oid		   *types = (Oid *) palloc(sizeof(Oid) * (nargs + 1));
+		StringInfoData buf;
+
+		if (at == NULL)
+			elog(ERROR, "statement has no id to route by");
+		initStringInfo(&buf);
+		appendBinaryStringInfo(&buf, sql, (int) (at - sql) + (int) strlen(where));
+		appendStringInfo(&buf, " AND event_id OPERATOR(pg_catalog.=) $%d", nargs + 1);
+		appendStringInfoString(&buf, at + strlen(where));
+		memcpy(types, argtypes, sizeof(Oid) * nargs);
+		types[nargs] = TEXTOID;
+		(void) KeepPlan(slot, buf.data, nargs + 1, types);
+		pfree(buf.data);
+		pfree(types);
+	}
+	return *slot;
+}
+
+/* Runs plan (local_plan's statement; routed_slot its routed form) for the
+ * event with this id: on Citus through the routed form, with the event's
+ * event id. SPI_OK_* as SPI_execute_plan, or SPI_OK_SELECT/UPDATE with
+ * nothing processed if there is no such event. */
+static int
+ExecuteForEvent(SPIPlanPtr local_plan, SPIPlanPtr *routed_slot, const char *sql, int64 id,
+				int nargs, const Oid *argtypes, Datum *args, const char *nulls, long count,
+				int none_rc)
+{
+	const char *key;
+	Datum	   *routed_args;
+	char	   *routed_nulls;
+
+	if (!EventsDistributed())
+		return SPI_execute_plan(local_plan, args, nulls, false, count);
+	key = EventKeyOf(id);
+	if (key == NULL)
+	{
+		SPI_processed = 0;
+		return none_rc;
+	}
+	routed_args = (Datum *) palloc(sizeof(Datum) * (nargs + 1));
+	routed_nulls = (char *) palloc(nargs + 2);
+	memcpy(routed_args, args, sizeof(Datum) * nargs);
+	routed_args[nargs] = CStringGetTextDatum(key);
+	for (int i = 0; i < nargs; i++)
+		routed_nulls[i] = nulls ? nulls[i] : ' ';
+	routed_nulls[nargs] = ' ';
+	routed_nulls[nargs + 1] = '\0';
+	return SPI_execute_plan(RoutedPlan(routed_slot, sql, nargs, argtypes), routed_args,
+							routed_nulls, false, count);
 }
 
 const char *
@@ -76,6 +150,34 @@ static void
 ReadEventRow(EventRow *row)
 {
 	ReadEventRowAt(row, 0, 0);
+	RememberEventKey(row->id, row->event_id);
+}
+
+/* The lookup plan: the event (source, event_id), every column and xmin. */
+static SPIPlanPtr
+LookupPlan(void)
+{
+	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
+	static char *sql = NULL;
+
+	return KeepPlan(&lookup_plan,
+					EventSelect(&sql, "WHERE source OPERATOR(pg_catalog.=) $1"
+								" AND event_id OPERATOR(pg_catalog.=) $2"),
+					2, argtypes);
+}
+
+bool
+LookupEventRouted(const char *source, const char *event_id, EventRow *row)
+{
+	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
+	int			rc = SPI_execute_plan(LookupPlan(), args, NULL, false, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	ReadEventRow(row);
+	return true;
 }
 
 bool
@@ -152,7 +254,9 @@ LockEventRow(int64 id, bool skip_locked, EventRow *row)
 				   EventSelect(&wait_sql, "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"),
 				   1, argtypes);
 	Datum		arg = Int64GetDatum(id);
-	int			rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+	int			rc = ExecuteForEvent(plan, skip_locked ? &routed_lock_skip_plan : &routed_lock_plan,
+									 skip_locked ? skip_sql : wait_sql, id, 1, argtypes, &arg,
+									 NULL, 1, SPI_OK_SELECT);
 
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
@@ -169,10 +273,14 @@ InsertEvent(const EventRow *row)
 	bool		isnull[N_EVENT_COLUMNS];
 	char		nulls[N_EVENT_COLUMNS];
 	EventRow	stored = *row;
+	bool		serializable;
 	int			rc;
 
 	if (stored.last_error != NULL)
 		stored.last_error = StorableText(stored.last_error, WI_MAX_ERROR_BYTES);
+	RememberEventKey(stored.id, stored.event_id);
+	if (EventsDistributed())
+		CheckEventIdRange(stored.id);
 	if (InsertEventDirect(&stored))
 	{
 		if (stored.status == WI_APPLIED)
@@ -180,7 +288,16 @@ InsertEvent(const EventRow *row)
 		return;
 	}
 
-	if (insert_plan == NULL)
+	/*
+	 * On Citus under REPEATABLE READ or SERIALIZABLE, the shard's node took
+	 * this transaction's snapshot before the claim was granted, so a record
+	 * another node committed meanwhile is not seen by the lookup: ON
+	 * CONFLICT DO NOTHING makes PostgreSQL refuse such a conflict as a
+	 * serialization failure (40001), the answer of a single server, rather
+	 * than a unique violation.
+	 */
+	serializable = EventsDistributed() && IsolationUsesXactSnapshot();
+	if (*(serializable ? &insert_conflict_plan : &insert_plan) == NULL)
 	{
 		/* INSERT INTO events (<model columns>) VALUES ($1, ..., $n), with
 		 * the status passed as its label. */
@@ -193,19 +310,29 @@ InsertEvent(const EventRow *row)
 			appendStringInfo(&buf, "%s$%d%s", c > 0 ? ", " : "", c + 1,
 							 c == COL_STATUS ? "::webhook_idem.event_status" : "");
 		appendStringInfoChar(&buf, ')');
+		if (serializable)
+			appendStringInfoString(&buf, " ON CONFLICT DO NOTHING");
 		for (int c = 0; c < N_EVENT_COLUMNS; c++)
 			argtypes[c] = EventColumnType(c);
 		argtypes[COL_STATUS] = TEXTOID;
-		(void) KeepPlan(&insert_plan, buf.data, N_EVENT_COLUMNS, argtypes);
+		(void) KeepPlan(serializable ? &insert_conflict_plan : &insert_plan, buf.data,
+						N_EVENT_COLUMNS, argtypes);
 		pfree(buf.data);
 	}
 	EventRowToValues(&stored, values, isnull);
 	values[COL_STATUS] = CStringGetTextDatum(EventStatusLabel(stored.status));
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)
 		nulls[c] = isnull[c] ? 'n' : ' ';
-	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
+	rc = SPI_execute_plan(serializable ? insert_conflict_plan : insert_plan, values, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording event failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update"),
+				 errdetail("Event \"%s\" of source \"%s\" was recorded by a transaction that committed after this one began.",
+						   stored.event_id, stored.source),
+				 errhint("Retry the delivery.")));
 	if (stored.status == WI_APPLIED)
 		ForwardAppliedEvent(stored.id, stored.source);	/* the relay's outbox */
 }
@@ -214,15 +341,31 @@ void
 BumpDeliveries(int64 id, bool make_due)
 {
 	static const Oid argtypes[2] = {INT8OID, BOOLOID};
-	SPIPlanPtr	plan = KeepPlan(&bump_plan,
-								"UPDATE webhook_idem.events"
-								" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
-								"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
-								"       THEN pg_catalog.now() ELSE next_attempt_at END"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								2, argtypes);
-	Datum		args[2] = {Int64GetDatum(id), BoolGetDatum(make_due)};
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	static const char *sql = "UPDATE webhook_idem.events"
+		" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+		"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
+		"       THEN pg_catalog.now() ELSE next_attempt_at END"
+		" WHERE id OPERATOR(pg_catalog.=) $1";
+	SPIPlanPtr	plan = KeepPlan(&bump_plan, sql, 2, argtypes);
+	Datum		args[3] = {Int64GetDatum(id), BoolGetDatum(make_due),
+	TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
+	int			rc;
+
+	if (EventsDistributed())
+	{
+		/* Citus refuses now() inside a CASE of an UPDATE: it is passed. */
+		static const Oid routed_types[3] = {INT8OID, BOOLOID, TIMESTAMPTZOID};
+		static const char *routed_sql = "UPDATE webhook_idem.events"
+			" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+			"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
+			"       THEN $3 ELSE next_attempt_at END"
+			" WHERE id OPERATOR(pg_catalog.=) $1";
+
+		rc = ExecuteForEvent(plan, &routed_bump_plan, routed_sql, id, 3, routed_types, args, NULL, 0,
+							 SPI_OK_UPDATE);
+	}
+	else
+		rc = SPI_execute_plan(plan, args, NULL, false, 0);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
@@ -244,7 +387,22 @@ CountBusyDelivery(const char *source, const char *event_id)
 								2, argtypes);
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(event_id)};
 	bool		isnull;
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 1);
+	int			rc;
+
+	/* On Citus both sides name the shard (the join is not on event_id). */
+	if (EventsDistributed())
+		plan = KeepPlan(&routed_busy_bump_plan,
+						"UPDATE webhook_idem.events e"
+						" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
+						" FROM (SELECT id FROM webhook_idem.events"
+						"        WHERE source OPERATOR(pg_catalog.=) $1"
+						"          AND event_id OPERATOR(pg_catalog.=) $2"
+						"        FOR UPDATE SKIP LOCKED) l"
+						" WHERE e.id OPERATOR(pg_catalog.=) l.id"
+						"   AND e.event_id OPERATOR(pg_catalog.=) $2"
+						" RETURNING e.attempts",
+						2, argtypes);
+	rc = SPI_execute_plan(plan, args, NULL, false, 1);
 
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
@@ -263,8 +421,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	/* The retry rule (queue.h): retry_in if given, else the backoff rule of
 	 * webhook_idem._retry_delay for the failures counted since the last
 	 * replay. */
-	SPIPlanPtr	plan = KeepPlan(&attempt_plan,
-								"UPDATE webhook_idem.events"
+	static const char *sql = "UPDATE webhook_idem.events"
 								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
 								"     last_error = $5,"
 								"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
@@ -275,10 +432,10 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 								"                             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
 								"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
-								" WHERE id OPERATOR(pg_catalog.=) $1",
-								8, argtypes);
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+								" WHERE id OPERATOR(pg_catalog.=) $1";
+	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 8, argtypes);
+	Datum		values[11];
+	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\0'};
 	int			rc;
 
 	/* The relay's outbox, first, whatever path records the attempt (it
@@ -287,8 +444,9 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	if (status == WI_APPLIED)
 		ForwardAppliedEvent(row->id, row->source);
 	/* No retry time to compute (the backoff rule is SQL): no SPI either,
-	 * under READ COMMITTED (the direct lookup's snapshot rule). */
-	if (!IsolationUsesXactSnapshot() &&
+	 * under READ COMMITTED (the direct lookup's snapshot rule); never on
+	 * Citus, where this table is a shell and the row is in a shard. */
+	if (!IsolationUsesXactSnapshot() && !EventsDistributed() &&
 		(status != WI_FAILED || (backoff == NULL && retry_in == NULL)) &&
 		RecordAttemptDirect(row, status, attempts, result, last_error, delivery))
 		return;
@@ -304,7 +462,53 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	nulls[6] = backoff ? ' ' : 'n';
 	values[7] = retry_in ? IntervalPGetDatum(retry_in) : (Datum) 0;
 	nulls[7] = retry_in ? ' ' : 'n';
-	rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	if (EventsDistributed())
+	{
+		/*
+		 * Citus refuses volatile functions in an UPDATE (clock_timestamp(),
+		 * the jitter of the retry rule): a routed SELECT on the event's
+		 * node works out the times by the same rule, the UPDATE stores them.
+		 */
+		static const Oid routed_types[11] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+		INTERVALOID, INTERVALOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		static SPIPlanPtr times_plan = NULL;
+		const char *key = row->event_id ? row->event_id : EventKeyOf(row->id);
+		bool		isnull;
+
+		if (key == NULL)
+			return;
+		values[8] = CStringGetTextDatum(key);
+		(void) KeepPlan(&times_plan,
+						"SELECT pg_catalog.clock_timestamp(),"
+						"       CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
+						"             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
+						"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+						"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
+						"  FROM webhook_idem.events"
+						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
+						9, routed_types);
+		rc = SPI_execute_plan(times_plan, values, nulls, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return;
+		values[9] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		values[10] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		nulls[10] = isnull ? 'n' : ' ';
+		(void) KeepPlan(&routed_attempt_plan,
+						"UPDATE webhook_idem.events"
+						" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
+						"     last_error = $5,"
+						"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
+						"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied' THEN $10 END,"
+						"     lease_until = NULL,"
+						"     next_attempt_at = $11"
+						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
+						11, routed_types);
+		rc = SPI_execute_plan(routed_attempt_plan, values, nulls, false, 0);
+	}
+	else
+		rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
 }
@@ -318,7 +522,8 @@ LeaseEvent(const Interval *lease, EventRow *row)
 	Datum		args[2] = {Int64GetDatum(row->id), IntervalPGetDatum(lease)};
 	int			rc;
 
-	if (!IsolationUsesXactSnapshot() && LeaseEventDirect(row, lease))
+	/* (Not on Citus: the row is in a shard, leased by the routed form.) */
+	if (!IsolationUsesXactSnapshot() && !EventsDistributed() && LeaseEventDirect(row, lease))
 		return;
 
 	if (sql == NULL)
@@ -331,7 +536,10 @@ LeaseEvent(const Interval *lease, EventRow *row)
 										   " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
 										   EventReadList()));
 	plan = KeepPlan(&lease_plan, sql, 2, argtypes);
-	rc = SPI_execute_plan(plan, args, NULL, false, 1);
+	if (EventsDistributed())
+		RememberEventKey(row->id, row->event_id);
+	rc = ExecuteForEvent(plan, &routed_lease_plan, sql, row->id, 2, argtypes, args, NULL, 1,
+						 SPI_OK_UPDATE_RETURNING);
 	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "leasing event failed: %s", SPI_result_code_string(rc));
 	ReadEventRow(row);
@@ -341,15 +549,31 @@ bool
 ExtendLease(int64 id, int32 attempt, const Interval *lease)
 {
 	static const Oid argtypes[3] = {INT8OID, INT4OID, INTERVALOID};
-	SPIPlanPtr	plan = KeepPlan(&extend_plan,
-								"UPDATE webhook_idem.events"
-								" SET lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
-								"     next_attempt_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
-								" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
-								"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status",
-								3, argtypes);
-	Datum		args[3] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease)};
-	int			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	static const char *sql = "UPDATE webhook_idem.events"
+		" SET lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3,"
+		"     next_attempt_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+		" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
+		"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status";
+	SPIPlanPtr	plan = KeepPlan(&extend_plan, sql, 3, argtypes);
+	Datum		args[4] = {Int64GetDatum(id), Int32GetDatum(attempt), IntervalPGetDatum(lease),
+	TimestampTzGetDatum(GetCurrentTimestamp())};
+	int			rc;
+
+	if (EventsDistributed())
+	{
+		/* Citus refuses clock_timestamp() in an UPDATE: the time is passed. */
+		static const Oid routed_types[4] = {INT8OID, INT4OID, INTERVALOID, TIMESTAMPTZOID};
+		static const char *routed_sql = "UPDATE webhook_idem.events"
+			" SET lease_until = $4 OPERATOR(pg_catalog.+) $3,"
+			"     next_attempt_at = $4 OPERATOR(pg_catalog.+) $3"
+			" WHERE id OPERATOR(pg_catalog.=) $1 AND attempts OPERATOR(pg_catalog.=) $2"
+			"   AND status OPERATOR(pg_catalog.=) 'processing'::webhook_idem.event_status";
+
+		rc = ExecuteForEvent(KeepPlan(&extend_plan, sql, 3, argtypes), &routed_extend_plan,
+							 routed_sql, id, 4, routed_types, args, NULL, 0, SPI_OK_UPDATE);
+	}
+	else
+		rc = SPI_execute_plan(plan, args, NULL, false, 0);
 
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "extending lease failed: %s", SPI_result_code_string(rc));

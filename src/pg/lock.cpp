@@ -9,6 +9,7 @@
  * answered busy: a handler never claims its own event a second time.
  */
 #include "pg/boundary.h"
+#include "pg/distribute.h"
 #include "pg/webhook_idem.h"
 
 #define WI_LOCK_SPACE 22345		/* 0x5749, "WI" */
@@ -88,6 +89,19 @@ LockEvent(const char *source, const char *event_id, bool wait)
 	for (int i = 0; i < n_applied; i++)
 		if (applied_keys[i] == key)
 			return false;
+	/* On Citus, on the node that holds the event's shard (distribute.cpp). */
+	if (EventsDistributed())
+		return LockEventOnShard(source, event_id, wait);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, WI_LOCK_SPACE);
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+bool
+LockEventHere(const char *source, const char *event_id, bool wait)
+{
+	uint64_t	key = ClaimKey(source, event_id);
+	LOCKTAG		tag;
+
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, WI_LOCK_SPACE);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }

@@ -6,6 +6,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/distribute.h"
+
 extern "C" {
 #include "storage/proc.h"
 }
@@ -85,8 +87,13 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 	if (!LockEvent(source, event_id, true))
 		return false;
 	{
-		int			locked = IsolationUsesXactSnapshot() ? -1
+		/* The direct row lock under READ COMMITTED on a plain table; on
+		 * Citus (the row is in a shard) the statement routed by event id. */
+		int			locked = IsolationUsesXactSnapshot() || EventsDistributed() ? -1
 			: LockEventDirect(source, event_id, id, &row);
+
+		if (locked < 0 && EventsDistributed())
+			RememberEventKey(id, event_id);
 
 		if (locked < 0 ? !LockEventRow(id, false, &row) : locked == 0)
 			return false;

@@ -8,6 +8,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/distribute.h"
+
 extern "C" {
 #include "utils/tuplestore.h"
 
@@ -101,6 +103,76 @@ DueScanEnd(DueScan *scan)
  * takes and passes over at most WI_MAX_BATCH each. */
 #define WI_DUE_WALK 2000
 
+/*
+ * DueScanNext on Citus (distribute.cpp), where a statement over every shard
+ * can neither lock rows nor be walked as one cursor: each candidate is read
+ * without a lock (each shard's first due event, merged in order), then
+ * locked on its shard with SKIP LOCKED and read again there, through a
+ * statement routed by its event id (LockEventRow); one that someone holds
+ * or that has vanished is passed over like any other. A candidate that
+ * stopped being due meanwhile is returned locked, and TakeDueEvent, which
+ * checks the state read under the lock, refuses it.
+ */
+static int64
+DistributedDueScanNext(DueScan *scan, EventRow *row)
+{
+	static const Oid argtypes[3] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID};
+	static SPIPlanPtr distributed_due_plan = NULL;
+	static SPIPlanPtr distributed_source_due_plan = NULL;
+
+	for (;;)
+	{
+		SPIPlanPtr	plan;
+		Datum	   *elems;
+		Datum		args[3];
+		char		nulls[3] = {scan->source ? ' ' : 'n', ' ', ' '};
+		bool		isnull;
+		int64		id;
+		int			rc;
+
+		CHECK_FOR_INTERRUPTS();
+		if (scan->n_skip >= WI_MAX_BATCH)
+			return 0;
+		plan = scan->source == NULL
+			? KeepPlan(&distributed_due_plan,
+					   "SELECT id, source, event_id FROM webhook_idem.events"
+					   " WHERE " WI_DUE_SQL
+					   "   AND $1 IS NULL"
+					   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+					   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+					   " ORDER BY next_attempt_at LIMIT 1",
+					   3, argtypes)
+			: KeepPlan(&distributed_source_due_plan,
+					   "SELECT id, source, event_id FROM webhook_idem.events"
+					   " WHERE " WI_DUE_SQL
+					   "   AND source OPERATOR(pg_catalog.=) $1"
+					   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+					   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+					   " ORDER BY source, next_attempt_at LIMIT 1",
+					   3, argtypes);
+		elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
+		for (int i = 0; i < scan->n_skip; i++)
+			elems[i] = Int64GetDatum(scan->skip[i]);
+		args[0] = PointerGetDatum(scan->source);
+		args[1] = PointerGetDatum(construct_array(elems, scan->n_skip, INT8OID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources,
+												  TEXTOID, -1, false, TYPALIGN_INT));
+		rc = SPI_execute_plan(plan, args, nulls, false, 1);
+		pfree(elems);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return 0;
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		RememberEventKey(id, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 3, &isnull)));
+		if (LockEventRow(id, true, row))
+			return id;
+		DueScanSkipEvent(scan, id);
+	}
+}
+
 int64
 DueScanNext(DueScan *scan, EventRow *row)
 {
@@ -117,8 +189,11 @@ DueScanNext(DueScan *scan, EventRow *row)
 	 * sort all of a source's due events for every event taken, which grows
 	 * with the backlog. Sources passed over are excluded before any row of
 	 * theirs is locked (the cursor is opened again without them). $4
-	 * starts a reopened walk where the last event taken was due.
+	 * starts a reopened walk where the last event taken was due. On Citus,
+	 * candidates are read and then locked on their shard instead.
 	 */
+	if (EventsDistributed())
+		return DistributedDueScanNext(scan, row);
 	if (due_sql == NULL)
 	{
 		due_sql = MemoryContextStrdup(TopMemoryContext, psprintf(

@@ -67,7 +67,9 @@ void		DueScanInit(DueScan *scan, text *source);
  * cursor, read one row at a time and so locking one row at a time: the
  * index is walked once per call, not once per event (an event that became
  * due behind it meanwhile is found by the next call, whose walk starts at
- * the beginning). */
+ * the beginning). On Citus each candidate is read over every shard without
+ * a lock, then locked and read again on its shard (it may no longer be
+ * due: TakeDueEvent says). */
 int64		DueScanNext(DueScan *scan, EventRow *row);
 
 /* Ends the walk (closes its cursor). */

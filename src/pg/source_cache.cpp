@@ -78,7 +78,7 @@ WatchCatalog(void)
 {
 	if (!callbacks_registered)
 	{
-		CacheRegisterRelcacheCallback(SourcesInvalidated, (Datum) 0);
+		WiRegisterRelcacheCallback(SourcesInvalidated);
 		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
 		callbacks_registered = true;
 	}

@@ -86,10 +86,11 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   replayed boolean;
+  due timestamptz := clock_timestamp();  -- a value: Citus refuses clock_timestamp() in an UPDATE
 BEGIN
   UPDATE webhook_idem.events e
      SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
-         next_attempt_at = clock_timestamp(),
+         next_attempt_at = due,
          lease_until = NULL
    WHERE e.source = replay.source AND e.event_id = replay.event_id
      AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
@@ -122,6 +123,10 @@ BEGIN
   IF purge.max_rows < 0 THEN
     RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
       USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed.
+  IF webhook_idem._events_distributed() THEN
+    RETURN webhook_idem._purge_distributed(purge.older_than, purge.max_rows);
   END IF;
   -- Oldest first by id, in batches; rows that someone holds are skipped,
   -- so deliveries are never waited for. A retention past 1000 years counts
