@@ -6,6 +6,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/ordering.h"
+
 extern "C" {
 #include "storage/proc.h"
 }
@@ -79,6 +81,15 @@ ApplyClaimedEvent(int64 id, int32 attempt)
 		return false;
 	if (!LockEvent(source, event_id, true))
 		return false;
+	/* Ordered: the entity's lock, after the claim and before the row, as
+	 * deliveries take them (claim_next took it as its entity's head). */
+	if (src->ordering != NULL)
+	{
+		WiOrderKey	key;
+
+		if (LoadEventOrder(id, &key) && !LockEntity(source, key.entity, true))
+			return false;
+	}
 	if (!LockEventRow(id, false, &row))
 		return false;
 	/* Fenced: the claim must still be this one. */

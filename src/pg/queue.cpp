@@ -8,6 +8,8 @@
  */
 #include "pg/queue.h"
 
+#include "pg/ordering.h"
+
 extern "C" {
 #include "utils/tuplestore.h"
 
@@ -106,6 +108,7 @@ DueScanNext(DueScan *scan, char **source_name)
 				   "   AND $1 IS NULL"
 				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
 				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+				   "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
 				   " ORDER BY next_attempt_at LIMIT 1"
 				   " FOR UPDATE SKIP LOCKED",
 				   3, argtypes)
@@ -115,6 +118,7 @@ DueScanNext(DueScan *scan, char **source_name)
 				   "   AND source OPERATOR(pg_catalog.=) $1"
 				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
 				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+				   "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
 				   " ORDER BY source, next_attempt_at LIMIT 1"
 				   " FOR UPDATE SKIP LOCKED",
 				   3, argtypes);
@@ -159,7 +163,17 @@ TakeDueEvent(int64 id, EventRow *row, WiSource **src)
 	 * lease on it. */
 	if (!LockEventRow(id, true, row))
 		return false;
-	return EventIsDue(row);
+	if (!EventIsDue(row))
+		return false;
+	/* Ordered sources: only its entity's head, never two of one entity at
+	 * once; one found stale is recorded so and not taken. */
+	if ((*src)->ordering != NULL)
+	{
+		WiOrderKey	key;
+
+		return TakeOrderedEvent(row, &key) == WI_ORDER_TAKE;
+	}
+	return true;
 }
 
 WiEventStatus
@@ -167,10 +181,29 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 {
 	WiCurrentEvent ev;
 	WiEventStatus status;
+	WiOrderKey	key;
+	bool		ordered = src->ordering != NULL && LoadEventOrder(row->id, &key);
+
+	/* Ordered (the caller holds the entity's lock): an event older than
+	 * one applied for its entity since it was taken is stale, not run. */
+	if (ordered)
+	{
+		char	   *detail;
+
+		if (OrderKeyIsStale(row->source, &key, true, &detail))
+		{
+			RecordStaleEvent(row->id, detail);
+			res->ok = true;
+			res->result = NULL;
+			res->error = detail;
+			return WI_STALE;
+		}
+	}
 
 	/* current_event(): the row as stored, being processed, counting this
 	 * attempt and this delivery. */
 	ev.row = *row;
+	ev.entity = ordered ? key.entity : NULL;
 	ev.row.status = WI_PROCESSING;
 	ev.row.attempts = row->attempts + 1;
 	ev.row.deliveries = row->deliveries + (delivery ? 1 : 0);
@@ -181,6 +214,8 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 	RecordAttempt(row->id, status, ev.row.attempts, res->ok ? res->result : NULL,
 				  res->ok ? NULL : res->error, delivery,
 				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
+	if (ordered && status == WI_APPLIED)
+		RecordOrderApplied(row->id, row->source, row->event_id, &key);
 	return status;
 }
 
@@ -318,8 +353,17 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
 	{
+		WiOrderKey	key;
+
 		RecordAttempt(row.id, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
 					  NULL, false, NULL, NULL);
+		/* Ordered: the entity's mark moves under its lock (claim_next
+		 * took this event as its entity's head). */
+		if (LoadEventOrder(row.id, &key))
+		{
+			(void) LockEntity(row.source, key.entity, true);
+			RecordOrderApplied(row.id, row.source, row.event_id, &key);
+		}
 		done = true;
 	}
 	SPI_finish();

@@ -16,6 +16,24 @@
 	"status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}'::webhook_idem.event_status[])" \
 	" AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 
+/* "The head of its entity": the event whose id is the SQL expression id is
+ * not behind another unfinished (queued, processing or failed) event of its
+ * entity with an older version (an equal one with a smaller id): workers
+ * take an entity's events oldest version first, one at a time, and a
+ * failed one holds the newer back until it is applied, dead or replayed
+ * (docs/ordering.md). True for events without an order row (unordered
+ * sources). Part of every worker's due rule (DueScanNext), and checked
+ * again under the entity's lock (TakeOrderedEvent). */
+#define WI_ORDER_HEAD_SQL(id) \
+	"NOT EXISTS (SELECT FROM webhook_idem.event_order o" \
+	" JOIN webhook_idem.event_order p ON p.source OPERATOR(pg_catalog.=) o.source" \
+	"  AND p.entity OPERATOR(pg_catalog.=) o.entity AND NOT p.done" \
+	"  AND (p.version OPERATOR(pg_catalog.<) o.version" \
+	"       OR (p.version OPERATOR(pg_catalog.=) o.version AND p.id OPERATOR(pg_catalog.<) o.id))" \
+	" JOIN webhook_idem.events pe ON pe.id OPERATOR(pg_catalog.=) p.id" \
+	"  AND pe.status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}'::webhook_idem.event_status[])" \
+	" WHERE o.id OPERATOR(pg_catalog.=) " id ")"
+
 /* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
  * (its retry time has come) or processing (its lease ran out), with
  * next_attempt_at at or before now (the transaction's start). */
