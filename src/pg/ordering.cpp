@@ -67,6 +67,14 @@ static const Preset presets[] = {
 
 #define PRESET_PREFIX "preset:"
 
+bool
+OrderingInstalled(void)
+{
+	Oid			ns = get_namespace_oid("webhook_idem", true);
+
+	return OidIsValid(ns) && OidIsValid(get_relname_relid("event_order", ns));
+}
+
 /* Checks one rule's text: a JSON path or 'header:<Name>' (setting names it). */
 static void
 CheckRuleText(const char *setting, const char *text)

@@ -47,6 +47,10 @@ typedef enum WiOrderFind
 	WI_ORDER_INVALID			/* no entity or no usable version: *detail */
 } WiOrderFind;
 
+/* True if the database has 0.2.0's ordering tables (not still on 0.1.0's
+ * SQL). */
+bool		OrderingInstalled(void);
+
 /* Parses entity_from and order_by (either may be NULL) into *out, allocating
  * in cxt; *out is NULL when neither is set. Raises 22023 (42601 for a JSON
  * path that does not parse) for settings that cannot order events. */

@@ -19,8 +19,6 @@ PG_FUNCTION_INFO_V1(webhook_idem_fail);
 PG_FUNCTION_INFO_V1(webhook_idem_extend);
 }
 
-static SPIPlanPtr due_plan = NULL;
-
 bool
 EventIsDue(const EventRow *row)
 {
@@ -86,11 +84,34 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
 	scan->skip_sources[scan->n_skip_sources++] = CStringGetTextDatum(source_name);
 }
 
+/* The due scan's SQL: every source's due events or one source's, with the
+ * ordering head rule when the database has 0.2.0's order rows. */
+#define WI_DUE_SCAN_ANY(head) \
+	"SELECT id, source FROM webhook_idem.events" \
+	" WHERE " WI_DUE_SQL \
+	"   AND $1 IS NULL" \
+	"   AND id OPERATOR(pg_catalog.<>) ALL ($2)" \
+	"   AND source OPERATOR(pg_catalog.<>) ALL ($3)" \
+	head \
+	" ORDER BY next_attempt_at LIMIT 1" \
+	" FOR UPDATE SKIP LOCKED"
+#define WI_DUE_SCAN_SOURCE(head) \
+	"SELECT id, source FROM webhook_idem.events" \
+	" WHERE " WI_DUE_SQL \
+	"   AND source OPERATOR(pg_catalog.=) $1" \
+	"   AND id OPERATOR(pg_catalog.<>) ALL ($2)" \
+	"   AND source OPERATOR(pg_catalog.<>) ALL ($3)" \
+	head \
+	" ORDER BY source, next_attempt_at LIMIT 1" \
+	" FOR UPDATE SKIP LOCKED"
+#define WI_DUE_HEAD "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
+
 int64
 DueScanNext(DueScan *scan, char **source_name)
 {
 	static const Oid argtypes[3] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID};
-	static SPIPlanPtr source_due_plan = NULL;
+	static SPIPlanPtr plans[2][2] = {{NULL, NULL}, {NULL, NULL}};
+	int			ordered = OrderingInstalled() ? 1 : 0;
 
 	/*
 	 * Two statements, so that each plan walks an index in the order asked
@@ -99,28 +120,12 @@ DueScanNext(DueScan *scan, char **source_name)
 	 * statement for both ("$1 IS NULL OR source = $1") made the planner
 	 * sort all of a source's due events for every event taken, which grows
 	 * with the backlog. Sources passed over are excluded before any row of
-	 * theirs is locked.
+	 * theirs is locked. A database still on 0.1.0's SQL has no order rows.
 	 */
 	SPIPlanPtr	plan = scan->source == NULL
-		? KeepPlan(&due_plan,
-				   "SELECT id, source FROM webhook_idem.events"
-				   " WHERE " WI_DUE_SQL
-				   "   AND $1 IS NULL"
-				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-				   "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
-				   " ORDER BY next_attempt_at LIMIT 1"
-				   " FOR UPDATE SKIP LOCKED",
+		? KeepPlan(&plans[ordered][0], ordered ? WI_DUE_SCAN_ANY(WI_DUE_HEAD) : WI_DUE_SCAN_ANY(""),
 				   3, argtypes)
-		: KeepPlan(&source_due_plan,
-				   "SELECT id, source FROM webhook_idem.events"
-				   " WHERE " WI_DUE_SQL
-				   "   AND source OPERATOR(pg_catalog.=) $1"
-				   "   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-				   "   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-				   "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
-				   " ORDER BY source, next_attempt_at LIMIT 1"
-				   " FOR UPDATE SKIP LOCKED",
+		: KeepPlan(&plans[ordered][1], ordered ? WI_DUE_SCAN_SOURCE(WI_DUE_HEAD) : WI_DUE_SCAN_SOURCE(""),
 				   3, argtypes);
 	Datum	   *elems;
 	Datum		args[3];
@@ -357,9 +362,11 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 
 		RecordAttempt(row.id, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
 					  NULL, false, NULL, NULL);
+		WiSource   *src = LookupSource(row.source);
+
 		/* Ordered: the entity's mark moves under its lock (claim_next
 		 * took this event as its entity's head). */
-		if (LoadEventOrder(row.id, &key))
+		if (src != NULL && src->ordering != NULL && LoadEventOrder(row.id, &key))
 		{
 			(void) LockEntity(row.source, key.entity, true);
 			RecordOrderApplied(row.id, row.source, row.event_id, &key);
