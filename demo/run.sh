@@ -410,10 +410,10 @@ ordering_demo() {
 			-v headers="{\"Stripe-Signature\": \"t=$t,v1=$(sign "$t" "$work/events/$id.json")\"}" <<-'SQL'
 		SELECT format('          %s (created %s): %s %s%s', o.event_id,
 		              to_char(to_timestamp((convert_from(decode(:'body', 'hex'), 'UTF8')::jsonb ->> 'created')::bigint) AT TIME ZONE 'UTC', 'HH24:MI:SS'),
-		              o.status, o.http_status, coalesce(' (' || o.detail || ')', '')) || E'\n'
+		              o.status, o.http_status, coalesce(' (' || o.detail || ')', ''))
 		  FROM webhook_idem.apply_event('subscriptions', decode(:'body', 'hex'), :'headers') AS o;
 		SQL
-		)
+		)$'\n'
 	done
 	echo "ordering  three updates of one Stripe subscription, the oldest arriving late (order_by => 'preset:stripe'):"
 	printf '%s' "$answers"
