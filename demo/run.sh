@@ -381,6 +381,52 @@ async_burst() {
 	echo
 }
 
+# --- ordering: a late, older event is stale ---------------------------------
+# A source ordered as Stripe orders (order_by => 'preset:stripe': entity
+# $.data.object.id, version $.created). The subscription's update of 10:05
+# arrives before the one of 10:00: the late one answers stale (200), its
+# handler never runs, and the subscription keeps its newest state; an event
+# of the same second is applied too.
+ordering_demo() {
+	psql_as postgres demo -v ON_ERROR_STOP=1 -q <<-SQL >/dev/null
+	CREATE TABLE billing.subscriptions (id text PRIMARY KEY, status text NOT NULL, event_id text NOT NULL);
+	ALTER TABLE billing.subscriptions OWNER TO billing_app;
+	SET ROLE billing_app;
+	CREATE FUNCTION billing.on_subscription(payload jsonb) RETURNS void LANGUAGE sql AS \$\$
+	  INSERT INTO billing.subscriptions VALUES (payload #>> '{data,object,id}', payload #>> '{data,object,status}', payload ->> 'id')
+	  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, event_id = EXCLUDED.event_id \$\$;
+	SELECT FROM webhook_idem.register_source(source => 'subscriptions', scheme => 'stripe',
+	  secrets => ARRAY['$secret'], handler => 'billing.on_subscription(jsonb)', order_by => 'preset:stripe');
+	RESET ROLE;
+	SQL
+	local base=$(($(date +%s) - 3600)) id created status answers=
+	for ev in "evt_sub_2 $((base + 300)) past_due" "evt_sub_1 $base active" "evt_sub_3 $((base + 300)) canceled"; do
+		read -r id created status <<<"$ev"
+		printf '{"id": "%s", "object": "event", "created": %s, "type": "customer.subscription.updated", "data": {"object": {"id": "sub_demo", "object": "subscription", "status": "%s"}}}' \
+			"$id" "$created" "$status" >"$work/events/$id.json"
+		local t=$(date +%s)
+		answers+=$(psql_as webhook_http demo -v ON_ERROR_STOP=1 -At \
+			-v body="$(od -An -v -tx1 "$work/events/$id.json" | tr -d ' \n')" \
+			-v headers="{\"Stripe-Signature\": \"t=$t,v1=$(sign "$t" "$work/events/$id.json")\"}" <<-'SQL'
+		SELECT format('          %s (created %s): %s %s%s', o.event_id,
+		              to_char(to_timestamp((convert_from(decode(:'body', 'hex'), 'UTF8')::jsonb ->> 'created')::bigint) AT TIME ZONE 'UTC', 'HH24:MI:SS'),
+		              o.status, o.http_status, coalesce(' (' || o.detail || ')', ''))
+		  FROM webhook_idem.apply_event('subscriptions', decode(:'body', 'hex'), :'headers') AS o;
+		SQL
+		)$'\n'
+	done
+	echo "ordering  three updates of one Stripe subscription, the oldest arriving late (order_by => 'preset:stripe'):"
+	printf '%s' "$answers"
+	local state=$(psql_as postgres demo -Atc "SELECT status || ' (' || event_id || ')' FROM billing.subscriptions WHERE id = 'sub_demo'")
+	local stale=$(psql_as postgres demo -Atc "SELECT stale FROM webhook_idem.stats WHERE source = 'subscriptions'")
+	echo "          sub_demo is $state; stats: $stale stale, its handler never ran"
+	if [[ $state != "canceled (evt_sub_3)" || $stale != 1 ]] || ! grep -q "evt_sub_1 .*: stale 200" <<<"$answers"; then
+		echo "          the late event was not answered stale, or the subscription is not in its newest state" >&2
+		exit 1
+	fi
+	echo
+}
+
 # --- the verdict ----------------------------------------------------------
 # What the sender expects: each distinct valid charge credited once.
 declare -A balance=([cus_alice]=0 [cus_bob]=0)
@@ -406,6 +452,7 @@ if psql_as postgres demo -f demo/report.sql \
 	[[ -z ${http_note:-} ]] || echo "$http_note"
 	echo
 	async_burst
+	ordering_demo
 	echo "demo passed"
 else
 	echo "demo FAILED" >&2

@@ -136,4 +136,9 @@ bool ParseHmacOptions(std::string_view header, std::string_view algorithm,
   });
 }
 
+bool ClassifyVersion(std::string_view text, VersionKind *kind, int64_t *unix_micros,
+                     Status *st) noexcept {
+  return Guarded(st, [&] { *kind = wi::ClassifyVersion(text, unix_micros); });
+}
+
 }  // namespace wi::api

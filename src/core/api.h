@@ -13,6 +13,7 @@
 #include "core/crypto.h"
 #include "core/scheme.h"
 #include "core/status.h"
+#include "core/version.h"
 
 namespace wi::api {
 
@@ -75,5 +76,9 @@ bool DecodeForm(std::string_view body, char *buf, FormSpan *spans, size_t *n,
 bool ParseHmacOptions(std::string_view header, std::string_view algorithm,
                       std::string_view encoding, std::string_view prefix,
                       HmacOptions *out, Status *st) noexcept;
+
+/* Classifies an ordering version's text (wi::ClassifyVersion). */
+bool ClassifyVersion(std::string_view text, VersionKind *kind, int64_t *unix_micros,
+                     Status *st) noexcept;
 
 }  // namespace wi::api

@@ -6,6 +6,7 @@
  */
 #include "pg/boundary.h"
 #include "pg/distribute.h"
+#include "pg/ordering.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 #include "pg/verify.h"
@@ -48,6 +49,8 @@ AttemptOutcome(WiEventStatus status, const char *event_id, int32 attempts,
 		o = MakeOutcome("applied", 200, event_id, NULL);
 		o.result = res->result;
 	}
+	else if (status == WI_STALE)
+		o = MakeOutcome("stale", 200, event_id, res->error);
 	else
 		o = MakeOutcome(EventStatusLabel(status), status == WI_DEAD ? 202 : 500, event_id,
 						res->error);
@@ -59,7 +62,8 @@ AttemptOutcome(WiEventStatus status, const char *event_id, int32 attempts,
 /* The first delivery of a sync event: run the handler, then record the
  * event with how it went (no row exists until then). */
 static Outcome
-ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, TimestampTz now)
+ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, TimestampTz now,
+		   const WiOrderKey *order)
 {
 	WiCurrentEvent ev;
 	WiHandlerResult res;
@@ -80,6 +84,7 @@ ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, Time
 	ev.row.lease_null = true;
 	ev.row.next_attempt_null = true;
 	ev.in_worker = false;
+	ev.entity = order ? order->entity : NULL;
 
 	res = RunHandler(src, &ev);
 	ev.row.status = res.ok ? WI_APPLIED : FailedAttemptStatus(src, 1, 0);
@@ -88,7 +93,44 @@ ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, Time
 	ev.row.result = res.ok ? res.result : NULL;
 	ev.row.last_error = res.ok ? NULL : res.error;
 	InsertEvent(&ev.row);
+	if (order != NULL)
+	{
+		/* Its place in the entity's order; applied, it moves the mark. */
+		RecordEventOrder(ev.row.id, src->name, order, res.ok);
+		if (res.ok)
+			RecordOrderApplied(ev.row.id, src->name, event_id, order);
+	}
 	return AttemptOutcome(ev.row.status, event_id, 1, &res);
+}
+
+/* Records a first delivery found older than its entity's mark: status
+ * stale, handler not run (SPEC section 2, ordering). */
+static Outcome
+RecordStaleFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
+				 TimestampTz now, const WiOrderKey *order, const char *detail)
+{
+	EventRow	row;
+	Outcome		o;
+
+	memset(&row, 0, sizeof(row));
+	row.id = NextEventId();
+	row.source = src->name;
+	row.event_id = event_id;
+	row.status = WI_STALE;
+	row.payload = payload;
+	row.body_sha256 = sha;
+	row.deliveries = 1;
+	row.received_at = now;
+	row.applied_null = true;
+	row.lease_null = true;
+	row.next_attempt_null = true;
+	row.last_error = detail;
+	InsertEvent(&row);
+	RecordEventOrder(row.id, src->name, order, true);
+	o = MakeOutcome("stale", 200, event_id, detail);
+	o.attempts = 0;
+	o.attempts_null = false;
+	return o;
 }
 
 /* True if row was recorded from a body with this digest. */
@@ -116,6 +158,18 @@ DuplicateOutcome(const char *event_id, const EventRow *row)
 	return o;
 }
 
+/* Answers a redelivery of a stale event: stale again, as final as an
+ * applied event's duplicate, and written as little (nothing). */
+static Outcome
+StaleAgainOutcome(const char *event_id, const EventRow *row)
+{
+	Outcome		o = MakeOutcome("stale", 200, event_id, row->last_error);
+
+	o.attempts = row->attempts;
+	o.attempts_null = false;
+	return o;
+}
+
 /* Answers a delivery of an event that already has a row. */
 static Outcome
 Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
@@ -131,6 +185,8 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 	}
 	else if (row->status == WI_APPLIED)
 		return DuplicateOutcome(event_id, row);
+	else if (row->status == WI_STALE)
+		return StaleAgainOutcome(event_id, row);
 	else if (row->status == WI_DEAD)
 	{
 		BumpDeliveries(row->id, false);
@@ -174,7 +230,9 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		WiHandlerResult res;
 		WiEventStatus status = AttemptKnownEvent(src, row, true, &res);
 
-		return AttemptOutcome(status, event_id, row->attempts + 1, &res);
+		/* Found stale (ordered sources), it was not attempted. */
+		return AttemptOutcome(status, event_id,
+							  row->attempts + (status == WI_STALE ? 0 : 1), &res);
 	}
 
 	o.attempts = row->attempts;
@@ -333,9 +391,11 @@ IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *dat
 	return event_id;
 }
 
-/* Everything after admission: claim, look up, record, apply. */
+/* Everything after admission: claim, look up, record, apply. order: the
+ * event's entity and version (ordered sources), or NULL. */
 static Outcome
-Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *event_id)
+Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *event_id,
+		const WiOrderKey *order)
 {
 	bytea	   *sha = (bytea *) palloc(VARHDRSZ + wi::kSha256Size);
 	TimestampTz now = GetCurrentTimestamp();
@@ -358,8 +418,9 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	 */
 	if (!IsolationUsesXactSnapshot() &&
 		LookupEventDirect(src->name, event_id, &row) == 1 &&
-		row.status == WI_APPLIED && SameBody(&row, sha))
-		return DuplicateOutcome(event_id, &row);
+		(row.status == WI_APPLIED || row.status == WI_STALE) && SameBody(&row, sha))
+		return row.status == WI_APPLIED ? DuplicateOutcome(event_id, &row)
+			: StaleAgainOutcome(event_id, &row);
 
 	if (!LockEvent(src->name, event_id, !src->conflict))
 	{
@@ -372,8 +433,31 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 		return o;
 	}
 
+	/*
+	 * Ordered sync sources: the entity's lock, always after the event's
+	 * claim (docs/ordering.md, "Locks"), so that no two events of one
+	 * entity are applied at once. Async intake applies nothing and takes
+	 * none: workers serialise the entity.
+	 */
+	if (order != NULL && !src->async && !LockEntity(src->name, order->entity, !src->conflict))
+	{
+		o = MakeOutcome("in_progress", 409, event_id,
+						psprintf("another event of entity \"%s\" is being applied now", order->entity));
+		o.attempts_null = true;
+		return o;
+	}
+
 	if (LookupEvent(src->name, event_id, &row))
 		return Redelivered(src, event_id, payload, sha, &row, now, false);
+
+	/* Older than an event already applied for its entity: stale. */
+	if (order != NULL)
+	{
+		char	   *detail;
+
+		if (OrderKeyIsStale(src->name, order, !src->async, &detail))
+			return RecordStaleFirst(src, event_id, payload, sha, now, order, detail);
+	}
 
 	if (src->async)
 	{
@@ -392,13 +476,15 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 		queued.lease_null = true;
 		queued.next_attempt_at = now;	/* due at once */
 		InsertEvent(&queued);
+		if (order != NULL)
+			RecordEventOrder(queued.id, src->name, order, false);
 		NotifyQueued(src->name);
 		o = MakeOutcome("queued", 202, event_id, NULL);
 		o.attempts = 0;
 		o.attempts_null = false;
 		return o;
 	}
-	return ApplyFirst(src, event_id, payload, sha, now);
+	return ApplyFirst(src, event_id, payload, sha, now, order);
 }
 
 /* How bad an item's answer is for the sender: the batch answers with its
@@ -426,6 +512,8 @@ typedef struct BatchItem
 	char	   *text;			/* its JSON text: what is digested */
 	char	   *event_id;		/* NULL: refused (outcome set) */
 	uint64		lock_key;
+	WiOrderKey	order;			/* ordered sources: order.entity set */
+	uint64		entity_key;
 	Outcome		outcome;
 } BatchItem;
 
@@ -446,6 +534,66 @@ CompareItems(const void *a, const void *b)
 
 		return c != 0 ? c : x->index - y->index;
 	}
+}
+
+/* Orders items by entity lock key (items without an entity last). */
+static int
+CompareEntityKeys(const void *a, const void *b)
+{
+	const BatchItem *x = *(const BatchItem *const *) a;
+	const BatchItem *y = *(const BatchItem *const *) b;
+
+	if (x->entity_key != y->entity_key)
+		return x->entity_key < y->entity_key ? -1 : 1;
+	return 0;
+}
+
+/* Orders items to apply: an entity's items oldest version first (equal
+ * versions in body order), entities apart; items without an entity after
+ * them in claim-lock order. */
+static int
+CompareItemVersions(const void *a, const void *b)
+{
+	const BatchItem *x = (const BatchItem *) a;
+	const BatchItem *y = (const BatchItem *) b;
+	int			c;
+
+	if ((x->order.entity == NULL) != (y->order.entity == NULL))
+		return x->order.entity == NULL ? 1 : -1;
+	if (x->order.entity == NULL)
+		return CompareItems(a, b);
+	if ((c = strcmp(x->order.entity, y->order.entity)) != 0)
+		return c;
+	if ((c = DatumGetInt32(DirectFunctionCall2(numeric_cmp, x->order.version, y->order.version))) != 0)
+		return c;
+	return x->index - y->index;
+}
+
+/*
+ * An ordered sync batch takes every lock before applying any item: first
+ * the items' claims in claim-key order, then their entities' locks in
+ * entity-key order. Every delivery takes claims before entity locks, each
+ * kind in one global order, so no two deliveries wait on each other in a
+ * cycle, however their items share events and entities; and the items can
+ * then be applied in version order (each Deliver finds its locks held).
+ */
+static void
+LockOrderedBatch(WiSource *src, BatchItem *items, int n)
+{
+	BatchItem **byentity = (BatchItem **) palloc(sizeof(BatchItem *) * n);
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)	/* items are in claim-key order */
+		if (items[i].event_id != NULL)
+		{
+			(void) LockEvent(src->name, items[i].event_id, !src->conflict);
+			if (items[i].order.entity != NULL)
+				byentity[m++] = &items[i];
+		}
+	qsort(byentity, m, sizeof(BatchItem *), CompareEntityKeys);
+	for (int i = 0; i < m; i++)
+		(void) LockEntity(src->name, byentity[i]->order.entity, !src->conflict);
+	pfree(byentity);
 }
 
 static int
@@ -522,15 +670,36 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 									   (int) strlen(item->text), NULL, &item->outcome);
 		if (item->event_id != NULL)
 			CheckCore(wi::api::ComputeLockKey(src->name, item->event_id, &item->lock_key, &st), st);
+		if (item->event_id != NULL && src->ordering != NULL)
+		{
+			const char *detail = NULL;
+			WiOrderFind found = FindOrderKey(src->ordering, &in->headers, item->payload,
+											 &item->order, &detail);
+
+			if (found == WI_ORDER_INVALID)
+			{
+				item->outcome = MakeOutcome("invalid_payload", 400, item->event_id, detail);
+				item->event_id = NULL;
+				item->order.entity = NULL;
+			}
+			else if (found == WI_ORDER_FOUND)
+				CheckCore(wi::api::ComputeLockKey(src->name, item->order.entity, &item->entity_key, &st), st);
+		}
 	}
 	qsort(items, n, sizeof(BatchItem), CompareItems);
+	if (src->ordering != NULL)
+	{
+		if (!src->async)
+			LockOrderedBatch(src, items, n);
+		qsort(items, n, sizeof(BatchItem), CompareItemVersions);
+	}
 	for (int i = 0; i < n; i++)
 	{
 		BatchItem  *item = &items[i];
 
 		if (item->event_id != NULL)
 			item->outcome = Deliver(src, item->text, (int) strlen(item->text), item->payload,
-									item->event_id);
+									item->event_id, item->order.entity ? &item->order : NULL);
 		CountOutcome(src->name, item->outcome.status);
 	}
 	qsort(items, n, sizeof(BatchItem), CompareItemIndex);
@@ -630,9 +799,24 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 			{
 				char	   *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
 													 given, &o);
+				WiOrderKey	order;
+				WiOrderFind found = WI_ORDER_UNORDERED;
+				const char *detail = NULL;
 
+				/* Ordered sources: the event's entity and version, or a
+				 * clear refusal when it has none (docs/ordering.md). */
+				if (event_id != NULL && src->ordering != NULL)
+				{
+					found = FindOrderKey(src->ordering, &in.headers, in.payload, &order, &detail);
+					if (found == WI_ORDER_INVALID)
+					{
+						o = MakeOutcome("invalid_payload", 400, event_id, detail);
+						event_id = NULL;
+					}
+				}
 				if (event_id != NULL)
-					o = Deliver(src, in.data, in.len, in.payload, event_id);
+					o = Deliver(src, in.data, in.len, in.payload, event_id,
+								found == WI_ORDER_FOUND ? &order : NULL);
 			}
 		}
 		/* A sender that wants every accepted request acknowledged. */

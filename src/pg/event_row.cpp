@@ -51,8 +51,12 @@ static const EventColumnDef event_columns[N_EVENT_COLUMNS] = {
 
 /* The labels of webhook_idem.event_status, in WiEventStatus order. */
 static const char *const status_labels[WI_N_STATUSES] = {
-	"queued", "processing", "applied", "failed", "dead"
+	"queued", "processing", "applied", "failed", "dead", "stale"
 };
+
+/* The first status a 0.2.0 install added: a database still on 0.1.0's SQL
+ * lacks it and those after it (they are then never stored or read). */
+#define WI_FIRST_0_2_STATUS WI_STALE
 
 /* The pg_enum OIDs of the labels, looked up once per backend (again after
  * any change to pg_enum or to the events table). */
@@ -151,6 +155,8 @@ LoadStatusOids(void)
 		status_oids[s] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
 										 ObjectIdGetDatum(type),
 										 CStringGetDatum(status_labels[s]));
+		if (!OidIsValid(status_oids[s]) && s >= WI_FIRST_0_2_STATUS)
+			continue;			/* 0.1.0's SQL: EventStatusGetDatum refuses it */
 		if (!OidIsValid(status_oids[s]))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -172,6 +178,11 @@ EventStatusGetDatum(WiEventStatus status)
 {
 	if (!status_valid)
 		LoadStatusOids();
+	if (!OidIsValid(status_oids[status]))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("webhook_idem.event_status has no label \"%s\"", status_labels[status]),
+				 errhint("ALTER EXTENSION webhook_idem UPDATE adds it.")));
 	return ObjectIdGetDatum(status_oids[status]);
 }
 
@@ -185,7 +196,7 @@ DatumGetEventStatus(Datum value)
 		if (!status_valid || pass == 1)
 			LoadStatusOids();
 		for (int s = 0; s < WI_N_STATUSES; s++)
-			if (status_oids[s] == oid)
+			if (OidIsValid(status_oids[s]) && status_oids[s] == oid)
 				return (WiEventStatus) s;
 	}
 	{
@@ -199,7 +210,7 @@ DatumGetEventStatus(Datum value)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("an event has status \"%s\", which webhook_idem does not know", label),
-				 errhint("Events must have one of the statuses queued, processing, applied, failed, dead.")));
+				 errhint("Events must have one of the statuses queued, processing, applied, failed, dead, stale.")));
 	}
 	pg_unreachable();
 }

@@ -11,7 +11,9 @@
 
 #include "pg/postgres_includes.h"
 
-/* An event's status: the labels of webhook_idem.event_status, in order. */
+/* An event's status: the labels of webhook_idem.event_status, in order
+ * (src/sql/20_events.sql). WI_STALE is 0.2.0's: a database still on 0.1.0's
+ * SQL has no such label, and no source that could make an event stale. */
 typedef enum WiEventStatus
 {
 	WI_QUEUED,
@@ -19,6 +21,7 @@ typedef enum WiEventStatus
 	WI_APPLIED,
 	WI_FAILED,
 	WI_DEAD,
+	WI_STALE,					/* older than its entity's applied version */
 	WI_N_STATUSES
 } WiEventStatus;
 

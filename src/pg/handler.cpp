@@ -89,6 +89,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 
 	if (src->handler_name == NULL)
 		return result;			/* no handler: recording the event is the effect */
+	if (event->row.payload == NULL)
+		return Failure(pstrdup("the event's payload was cleared (payload_retention)"));
 	if (!OidIsValid(src->handler))
 		return Failure(psprintf("handler %s does not exist", src->handler_name));
 	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(src->owner)))
@@ -113,6 +115,8 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 
 		/* Busy for LockEvent while it runs: re-entry gets in_progress. */
 		applied_depth = PushAppliedEvent(event->row.source, event->row.event_id);
+		if (event->entity != NULL)
+			PushAppliedEntity(event->row.source, event->entity);
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
 		/*
 		 * A security-restricted operation, as PostgreSQL runs a table

@@ -7,20 +7,26 @@
  * with objsubid 22345. The lock is re-entrant within a backend, so the
  * events whose handler this backend is running are kept apart here and
  * answered busy: a handler never claims its own event a second time.
+ * Ordered sources also lock the entity an event is about (objsubid 22346,
+ * the same key derivation over (source, entity)), always after the event's
+ * claim; the entity whose handler this backend is running is busy too.
  */
 #include "pg/boundary.h"
 #include "pg/distribute.h"
 #include "pg/webhook_idem.h"
 
 #define WI_LOCK_SPACE 22345		/* 0x5749, "WI" */
+#define WI_ENTITY_LOCK_SPACE 22346	/* an entity of an ordered source */
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_try_claim);
 }
 
 /* The claim keys of the events whose handler this backend is running now,
- * innermost last. */
+ * innermost last, and the entity keys of those that have one (both kinds
+ * in one stack, told apart by applied_space). */
 static uint64_t *applied_keys = NULL;
+static uint16 *applied_space = NULL;
 static int	n_applied = 0;
 static int	cap_applied = 0;
 static bool applied_callback_registered = false;
@@ -44,12 +50,10 @@ ClaimKey(const char *source, const char *event_id)
 	return key;
 }
 
-int
-PushAppliedEvent(const char *source, const char *event_id)
+/* Pushes one key of lock space space onto the applied stack. */
+static void
+PushAppliedKey(uint64_t key, uint16 space)
 {
-	uint64_t	key = ClaimKey(source, event_id);
-	int			depth = n_applied;
-
 	if (!applied_callback_registered)
 	{
 		RegisterXactCallback(AppliedEventsXactCallback, NULL);
@@ -62,10 +66,39 @@ PushAppliedEvent(const char *source, const char *event_id)
 		applied_keys = applied_keys
 			? (uint64_t *) repalloc(applied_keys, sizeof(uint64_t) * cap)
 			: (uint64_t *) MemoryContextAlloc(TopMemoryContext, sizeof(uint64_t) * cap);
+		applied_space = applied_space
+			? (uint16 *) repalloc(applied_space, sizeof(uint16) * cap)
+			: (uint16 *) MemoryContextAlloc(TopMemoryContext, sizeof(uint16) * cap);
 		cap_applied = cap;
 	}
-	applied_keys[n_applied++] = key;
+	applied_keys[n_applied] = key;
+	applied_space[n_applied] = space;
+	n_applied++;
+}
+
+/* True if key of lock space space is on the applied stack. */
+static bool
+KeyIsApplied(uint64_t key, uint16 space)
+{
+	for (int i = 0; i < n_applied; i++)
+		if (applied_keys[i] == key && applied_space[i] == space)
+			return true;
+	return false;
+}
+
+int
+PushAppliedEvent(const char *source, const char *event_id)
+{
+	int			depth = n_applied;
+
+	PushAppliedKey(ClaimKey(source, event_id), WI_LOCK_SPACE);
 	return depth;
+}
+
+void
+PushAppliedEntity(const char *source, const char *entity)
+{
+	PushAppliedKey(ClaimKey(source, entity), WI_ENTITY_LOCK_SPACE);
 }
 
 void
@@ -86,9 +119,8 @@ LockEvent(const char *source, const char *event_id, bool wait)
 	 * running (a handler delivering, processing or claiming its own event)
 	 * is busy, whatever the lock manager would say.
 	 */
-	for (int i = 0; i < n_applied; i++)
-		if (applied_keys[i] == key)
-			return false;
+	if (KeyIsApplied(key, WI_LOCK_SPACE))
+		return false;
 	/* On Citus, on the node that holds the event's shard (distribute.cpp). */
 	if (EventsDistributed())
 		return LockEventOnShard(source, event_id, wait);
@@ -103,6 +135,21 @@ LockEventHere(const char *source, const char *event_id, bool wait)
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, WI_LOCK_SPACE);
+	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+bool
+LockEntity(const char *source, const char *entity, bool wait)
+{
+	uint64_t	key = ClaimKey(source, entity);
+	LOCKTAG		tag;
+
+	/* An entity whose event's handler this backend is running is busy:
+	 * never two events of one entity applied at once, nested or not. */
+	if (KeyIsApplied(key, WI_ENTITY_LOCK_SPACE))
+		return false;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key,
+						 WI_ENTITY_LOCK_SPACE);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 

@@ -7,6 +7,7 @@
 #include "pg/queue.h"
 
 #include "pg/distribute.h"
+#include "pg/ordering.h"
 
 extern "C" {
 #include "storage/proc.h"
@@ -86,6 +87,15 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 		return false;
 	if (!LockEvent(source, event_id, true))
 		return false;
+	/* Ordered: the entity's lock, after the claim and before the row, as
+	 * deliveries take them (claim_next took it as its entity's head). */
+	if (src->ordering != NULL)
+	{
+		WiOrderKey	key;
+
+		if (LoadEventOrder(id, &key) && !LockEntity(source, key.entity, true))
+			return false;
+	}
 	{
 		/* The direct row lock under READ COMMITTED on a plain table; on
 		 * Citus (the row is in a shard) the statement routed by event id. */

@@ -9,6 +9,7 @@
 #include "pg/queue.h"
 
 #include "pg/distribute.h"
+#include "pg/ordering.h"
 
 extern "C" {
 #include "utils/tuplestore.h"
@@ -18,8 +19,6 @@ PG_FUNCTION_INFO_V1(webhook_idem_complete);
 PG_FUNCTION_INFO_V1(webhook_idem_fail);
 PG_FUNCTION_INFO_V1(webhook_idem_extend);
 }
-
-static SPIPlanPtr due_plan = NULL;
 
 bool
 EventIsDue(const EventRow *row)
@@ -173,62 +172,71 @@ DistributedDueScanNext(DueScan *scan, EventRow *row)
 	}
 }
 
+/* The due scan's statements (perf2's cursor walk, reading whole rows):
+ * every source's due events or one source's, with the ordering head rule
+ * (an entity's oldest unfinished version first) when the database has
+ * 0.2.0's order rows; a database still on 0.1.0's SQL has none. */
+#define WI_DUE_HEAD "   AND " WI_ORDER_HEAD_SQL("webhook_idem.events.id")
+
+/* Builds one of the cursor's statements into TopMemoryContext. */
+static char *
+DueScanSql(bool one_source, bool ordered)
+{
+	return MemoryContextStrdup(TopMemoryContext, psprintf(
+		"SELECT %s FROM webhook_idem.events"
+		" WHERE " WI_DUE_SQL
+		"   AND %s"
+		"   AND next_attempt_at OPERATOR(pg_catalog.>=) $4"
+		"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
+		"   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
+		"%s"
+		" ORDER BY %snext_attempt_at LIMIT %d"
+		" FOR UPDATE SKIP LOCKED", EventReadList(),
+		one_source ? "source OPERATOR(pg_catalog.=) $1" : "$1 IS NULL",
+		ordered ? WI_DUE_HEAD : "",
+		one_source ? "source, " : "", WI_DUE_WALK));
+}
+
 int64
 DueScanNext(DueScan *scan, EventRow *row)
 {
 	static const Oid argtypes[4] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID};
-	static SPIPlanPtr source_due_plan = NULL;
-	static char *due_sql = NULL;
-	static char *source_due_sql = NULL;
+	/* [ordered][one source] */
+	static SPIPlanPtr plans[2][2] = {{NULL, NULL}, {NULL, NULL}};
+	static char *sqls[2][2] = {{NULL, NULL}, {NULL, NULL}};
 
 	/*
 	 * Two statements, so that each plan walks an index in the order asked
 	 * for and stops at the first row it may lock: every due event in order
-	 * (events_due_idx), or one source's (events_source_due_idx). One
+	 * of next_attempt_at, or one source's in order of (source,
+	 * next_attempt_at) over events_due_idx, which leads with source. One
 	 * statement for both ("$1 IS NULL OR source = $1") made the planner
 	 * sort all of a source's due events for every event taken, which grows
 	 * with the backlog. Sources passed over are excluded before any row of
 	 * theirs is locked (the cursor is opened again without them). $4
 	 * starts a reopened walk where the last event taken was due. On Citus,
-	 * candidates are read and then locked on their shard instead.
+	 * candidates are read and then locked on their shard instead (without
+	 * the head rule: ordering is not supported there, docs/scale-out.md).
 	 */
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
-	if (due_sql == NULL)
-	{
-		due_sql = MemoryContextStrdup(TopMemoryContext, psprintf(
-			"SELECT %s FROM webhook_idem.events"
-			" WHERE " WI_DUE_SQL
-			"   AND $1 IS NULL"
-			"   AND next_attempt_at OPERATOR(pg_catalog.>=) $4"
-			"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-			"   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-			" ORDER BY next_attempt_at LIMIT %d"
-			" FOR UPDATE SKIP LOCKED", EventReadList(), WI_DUE_WALK));
-		source_due_sql = MemoryContextStrdup(TopMemoryContext, psprintf(
-			"SELECT %s FROM webhook_idem.events"
-			" WHERE " WI_DUE_SQL
-			"   AND source OPERATOR(pg_catalog.=) $1"
-			"   AND next_attempt_at OPERATOR(pg_catalog.>=) $4"
-			"   AND id OPERATOR(pg_catalog.<>) ALL ($2)"
-			"   AND source OPERATOR(pg_catalog.<>) ALL ($3)"
-			" ORDER BY source, next_attempt_at LIMIT %d"
-			" FOR UPDATE SKIP LOCKED", EventReadList(), WI_DUE_WALK));
-	}
 
-	for (int pass = 0; pass < 2; pass++)
+	for (;;)
 	{
 		if (scan->n_skip >= WI_MAX_BATCH)
 			return 0;
 		if (scan->portal == NULL)
 		{
-			SPIPlanPtr	plan = scan->source == NULL
-				? KeepPlan(&due_plan, due_sql, 4, argtypes)
-				: KeepPlan(&source_due_plan, source_due_sql, 4, argtypes);
+			int			ordered = OrderingInstalled() ? 1 : 0;
+			int			one = scan->source != NULL ? 1 : 0;
+			SPIPlanPtr	plan;
 			Datum	   *elems = (Datum *) palloc(sizeof(Datum) * (scan->n_skip + 1));
 			Datum		args[4];
 			char		nulls[4] = {scan->source ? ' ' : 'n', ' ', ' ', ' '};
 
+			if (sqls[ordered][one] == NULL)
+				sqls[ordered][one] = DueScanSql(one != 0, ordered != 0);
+			plan = KeepPlan(&plans[ordered][one], sqls[ordered][one], 4, argtypes);
 			for (int i = 0; i < scan->n_skip; i++)
 				elems[i] = Int64GetDatum(scan->skip[i]);
 			args[0] = PointerGetDatum(scan->source);
@@ -241,6 +249,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 			if (scan->portal == NULL)
 				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
 			scan->fetched = 0;
+			scan->ordered_at_open = OrderedTakes();
 			pfree(elems);
 		}
 		SPI_cursor_fetch(scan->portal, true, 1);
@@ -252,12 +261,26 @@ DueScanNext(DueScan *scan, EventRow *row)
 				scan->after = row->next_attempt_at;
 			return row->id;
 		}
-		/* Walked to its end: there is no more, unless its LIMIT ended it. */
+		/* Walked to its end: there is no more, unless its LIMIT ended it
+		 * (walk on from where it was), or an ordered event was taken since
+		 * it was opened: the entity's next version, which the cursor's
+		 * snapshot saw behind it, may be its head now (walk again from the
+		 * start; each such walk follows a take, so this ends). */
 		DueScanEnd(scan);
-		if (scan->fetched < WI_DUE_WALK)
+		if (scan->fetched >= WI_DUE_WALK)
+			continue;
+		if (OrderedTakes() == scan->ordered_at_open)
 			return 0;
+		TIMESTAMP_NOBEGIN(scan->after);
 	}
-	return 0;
+}
+
+static uint64 ordered_takes = 0;
+
+uint64
+OrderedTakes(void)
+{
+	return ordered_takes;
 }
 
 bool
@@ -271,7 +294,22 @@ TakeDueEvent(const EventRow *row, WiSource **src)
 	/* The row has been locked for us since DueScanNext read it: a
 	 * delivery that applied it, a failure that set its retry time or a
 	 * worker's lease would have had to take the row lock first. */
-	return EventIsDue(row);
+	if (!EventIsDue(row))
+		return false;
+	/* Ordered sources: only its entity's head, never two of one entity at
+	 * once; one found stale is recorded so and not taken. The due scan's
+	 * head rule was read with the cursor's snapshot: TakeOrderedEvent
+	 * checks it again under the entity's lock. Not on Citus, where the
+	 * head rule cannot run (docs/scale-out.md). */
+	if ((*src)->ordering != NULL && !EventsDistributed())
+	{
+		WiOrderKey	key;
+
+		if (TakeOrderedEvent(row, &key) != WI_ORDER_TAKE)
+			return false;
+		ordered_takes++;
+	}
+	return true;
 }
 
 WiEventStatus
@@ -279,10 +317,29 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 {
 	WiCurrentEvent ev;
 	WiEventStatus status;
+	WiOrderKey	key;
+	bool		ordered = src->ordering != NULL && LoadEventOrder(row->id, &key);
+
+	/* Ordered (the caller holds the entity's lock): an event older than
+	 * one applied for its entity since it was taken is stale, not run. */
+	if (ordered)
+	{
+		char	   *detail;
+
+		if (OrderKeyIsStale(row->source, &key, true, &detail))
+		{
+			RecordStaleEvent(row->id, detail);
+			res->ok = true;
+			res->result = NULL;
+			res->error = detail;
+			return WI_STALE;
+		}
+	}
 
 	/* current_event(): the row as stored, being processed, counting this
 	 * attempt and this delivery. */
 	ev.row = *row;
+	ev.entity = ordered ? key.entity : NULL;
 	ev.row.status = WI_PROCESSING;
 	ev.row.attempts = row->attempts + 1;
 	ev.row.deliveries = row->deliveries + (delivery ? 1 : 0);
@@ -293,6 +350,8 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 	RecordAttempt(row, status, ev.row.attempts, res->ok ? res->result : NULL,
 				  res->ok ? NULL : res->error, delivery,
 				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
+	if (ordered && status == WI_APPLIED)
+		RecordOrderApplied(row->id, row->source, row->event_id, &key);
 	return status;
 }
 
@@ -430,8 +489,19 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
 	{
+		WiOrderKey	key;
+
 		RecordAttempt(&row, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
 					  NULL, false, NULL, NULL);
+		WiSource   *src = LookupSource(row.source);
+
+		/* Ordered: the entity's mark moves under its lock (claim_next
+		 * took this event as its entity's head). */
+		if (src != NULL && src->ordering != NULL && LoadEventOrder(row.id, &key))
+		{
+			(void) LockEntity(row.source, key.entity, true);
+			RecordOrderApplied(row.id, row.source, row.event_id, &key);
+		}
 		done = true;
 	}
 	SPI_finish();

@@ -16,6 +16,24 @@
 	"status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}'::webhook_idem.event_status[])" \
 	" AND next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 
+/* "The head of its entity": the event whose id is the SQL expression id is
+ * not behind another unfinished (queued, processing or failed) event of its
+ * entity with an older version (an equal one with a smaller id): workers
+ * take an entity's events oldest version first, one at a time, and a
+ * failed one holds the newer back until it is applied, dead or replayed
+ * (docs/ordering.md). True for events without an order row (unordered
+ * sources). Part of every worker's due rule (DueScanNext), and checked
+ * again under the entity's lock (TakeOrderedEvent). */
+#define WI_ORDER_HEAD_SQL(id) \
+	"NOT EXISTS (SELECT FROM webhook_idem.event_order o" \
+	" JOIN webhook_idem.event_order p ON p.source OPERATOR(pg_catalog.=) o.source" \
+	"  AND p.entity OPERATOR(pg_catalog.=) o.entity AND NOT p.done" \
+	"  AND (p.version OPERATOR(pg_catalog.<) o.version" \
+	"       OR (p.version OPERATOR(pg_catalog.=) o.version AND p.id OPERATOR(pg_catalog.<) o.id))" \
+	" JOIN webhook_idem.events pe ON pe.id OPERATOR(pg_catalog.=) p.id" \
+	"  AND pe.status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}'::webhook_idem.event_status[])" \
+	" WHERE o.id OPERATOR(pg_catalog.=) " id ")"
+
 /* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
  * (its retry time has come) or processing (its lease ran out), with
  * next_attempt_at at or before now (the transaction's start). */
@@ -55,6 +73,7 @@ typedef struct DueScan
 	TimestampTz after;			/* due no earlier than the last one taken */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
+	uint64		ordered_at_open;	/* OrderedTakes() when the cursor was opened */
 } DueScan;
 
 /* Starts a walk over the due events of source (NULL: every source). */
@@ -87,6 +106,12 @@ void		DueScanSkipSource(DueScan *scan, const char *source_name);
  * writer off it, so *row is still its state. True, with *src, if it is due
  * and its source exists; false if it is not ours to take. */
 bool		TakeDueEvent(const EventRow *row, WiSource **src);
+
+/* How many events of ordered sources TakeDueEvent has taken in this
+ * backend: the due scan walks again from its start after one, since the
+ * head rule its cursor read (with the cursor's snapshot) may now admit the
+ * entity's next version. */
+uint64		OrderedTakes(void);
 
 /* Runs the handler for the next attempt of a known event and records how
  * it went: applied, failed or dead. With delivery, the attempt came

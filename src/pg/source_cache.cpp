@@ -8,6 +8,7 @@
  * whatever the caller's isolation level. A source that cannot be loaded is
  * cached as misconfigured, with the reason.
  */
+#include "pg/ordering.h"
 #include "pg/verify.h"
 
 extern "C" {
@@ -277,7 +278,8 @@ enum
 {
 	COL_SCHEME = 1, COL_HANDLER, COL_MODE, COL_TOLERANCE, COL_ON_CONCURRENT,
 	COL_MAX_ATTEMPTS, COL_BACKOFF, COL_EVENT_ID_FROM, COL_OPTIONS, COL_OWNER,
-	COL_SEARCH_PATH, COL_SECRETS, COL_ITEMS_FROM
+	COL_SEARCH_PATH, COL_SECRETS, COL_ITEMS_FROM, COL_ENTITY_FROM, COL_ORDER_BY,
+	COL_PAYLOAD_RETENTION
 };
 
 /* Fills src from a source row, allocating in cxt (the current context);
@@ -345,6 +347,22 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("event_id_from \"%s\" cannot tell a batch's items apart", src->id_primary.text),
 				 errhint("In a batch, event_id_from is a JSON path within each item, or 'sha256' of the item.")));
+	{
+		/* Ordering, by the rule register_source applies (_check_ordering);
+		 * payload_retention is used by purge(), checked here as there. */
+		bool		entity_null,
+					order_null;
+		Datum		entity_from = SPI_getbinval(tup, desc, COL_ENTITY_FROM, &entity_null);
+		Datum		order_by = SPI_getbinval(tup, desc, COL_ORDER_BY, &order_null);
+
+		ParseOrdering(entity_null ? NULL : TextDatumGetCString(entity_from),
+					  order_null ? NULL : TextDatumGetCString(order_by), &src->ordering, cxt);
+		d = SPI_getbinval(tup, desc, COL_PAYLOAD_RETENTION, &isnull);
+		if (!isnull && IntervalToMicros(DatumGetIntervalP(d)) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("payload_retention must be zero or positive")));
+	}
 	d = SPI_getbinval(tup, desc, COL_OPTIONS, &isnull);
 	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac,
 					   &src->verify_token, cxt);
@@ -403,7 +421,9 @@ LoadSource(const char *name)
 									   " LEFT JOIN webhook_idem.source_secrets ss"
 									   "   ON ss.source OPERATOR(pg_catalog.=) s.source"
 									   " WHERE s.source OPERATOR(pg_catalog.=) $1",
-												v020 ? "s.items_from" : "NULL::pg_catalog.text"),
+												v020 ? "s.items_from, s.entity_from, s.order_by, s.payload_retention"
+												: "NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
+												" NULL::pg_catalog.interval"),
 									   1, argtypes);
 
 		if (plan == NULL)

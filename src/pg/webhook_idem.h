@@ -65,6 +65,8 @@ typedef struct WiEventIdRule
 	char	   *text;			/* the rule as written, for messages */
 } WiEventIdRule;
 
+struct WiOrdering;
+
 /* A registered source as a backend caches it. */
 typedef struct WiSource
 {
@@ -87,6 +89,7 @@ typedef struct WiSource
 	WiEventIdRule id_suffix;	/* appended after ':' (the scheme's; Adyen) */
 	JsonPath   *items_path;		/* a batch's items (NULL: one event a body) */
 	char	   *verify_token;	/* options.verify_token ("" if unset) */
+	struct WiOrdering *ordering;	/* entity_from/order_by (NULL: unordered) */
 	FmgrInfo	handler_fn;
 	bool		handler_returns_jsonb;	/* else void */
 	bool		handler_fn_ready;
@@ -177,8 +180,18 @@ bool		LockEvent(const char *source, const char *event_id, bool wait);
  * or a skip, never a second application. Returns the depth to pop to. */
 int			PushAppliedEvent(const char *source, const char *event_id);
 
-/* Forgets the events pushed since depth was returned. */
+/* Marks the entity of the event just pushed (PushAppliedEvent) as being
+ * applied by this backend: LockEntity answers busy for it until popped. */
+void		PushAppliedEntity(const char *source, const char *entity);
+
+/* Forgets the events (and entities) pushed since depth was returned. */
 void		PopAppliedEvents(int depth);
+
+/* Takes the transaction-scoped lock on an entity of an ordered source, in
+ * the extension's own lock space (objsubid 22346), always after the claim
+ * lock of the event being applied (docs/ordering.md, "Locks"); with wait
+ * false, returns false at once if another transaction holds it. */
+bool		LockEntity(const char *source, const char *entity, bool wait);
 
 /* --- handler_rules.cpp ---------------------------------------------- */
 
@@ -209,6 +222,7 @@ typedef struct WiCurrentEvent
 {
 	EventRow	row;
 	bool		in_worker;
+	const char *entity;			/* its entity (ordered sources), or NULL */
 } WiCurrentEvent;
 
 /* The outcome of one handler run. */

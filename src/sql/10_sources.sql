@@ -119,6 +119,15 @@ CREATE FUNCTION webhook_idem._check_json_path(setting text, path text)
 COMMENT ON FUNCTION webhook_idem._check_json_path(text, text)
   IS 'Raises 22023 unless path (when not NULL) is a JSON path; setting names it in the error';
 
+-- Refuses entity_from and order_by settings that cannot order events: both
+-- or neither (a 'preset:<name>' order_by brings its own entity rule), JSON
+-- paths, 'header:<Name>' versions, known presets. Sources loaded from the
+-- table are checked by the same C rule (src/pg/ordering.cpp).
+CREATE FUNCTION webhook_idem._check_ordering(entity_from text, order_by text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_ordering';
+COMMENT ON FUNCTION webhook_idem._check_ordering(text, text)
+  IS 'Raises 22023 unless entity_from and order_by (both may be NULL) can order a source''s events';
+
 -- Refuses a scheme, secrets, options or event_id_from that cannot work.
 CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb, event_id_from text)
   RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_source_config';
@@ -181,13 +190,10 @@ BEGIN
                                             register_source.event_id_from);
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
   PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
-  IF register_source.entity_from IS NOT NULL OR register_source.order_by IS NOT NULL THEN
-    RAISE EXCEPTION 'entity_from and order_by (ordering) are not available in this build'
-      USING ERRCODE = 'feature_not_supported';
-  END IF;
-  IF register_source.payload_retention IS NOT NULL THEN
-    RAISE EXCEPTION 'payload_retention is not available in this build'
-      USING ERRCODE = 'feature_not_supported';
+  -- Ordering: the C rule the source cache applies to a loaded row too.
+  PERFORM webhook_idem._check_ordering(register_source.entity_from, register_source.order_by);
+  IF register_source.payload_retention < interval '0' THEN
+    RAISE EXCEPTION 'payload_retention must be zero or positive' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- Forwarding (src/sql/60_forward.sql): an http(s) URL, a whsec_ secret
   -- and pg_net in this database, or neither setting.
@@ -257,6 +263,8 @@ BEGIN
             HINT = 'Apply, replay or purge them first, or call drop_source(source, force => true).';
   END IF;
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
+  DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
+  DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
   DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
   RETURN true;
 END

@@ -2,8 +2,10 @@
 
 -- An event's state. An enum rather than a CHECK constraint: the executor
 -- re-reads a CHECK's expression for every INSERT statement it starts.
-CREATE TYPE webhook_idem.event_status AS ENUM ('queued', 'processing', 'applied', 'failed', 'dead');
-COMMENT ON TYPE webhook_idem.event_status IS 'queued, processing, applied, failed or dead';
+-- The labels, in this order, are src/pg/event_row.h's WiEventStatus: the
+-- one list of statuses, which C checks against this type when it loads it.
+CREATE TYPE webhook_idem.event_status AS ENUM ('queued', 'processing', 'applied', 'failed', 'dead', 'stale');
+COMMENT ON TYPE webhook_idem.event_status IS 'queued, processing, applied, failed, dead or stale';
 
 -- One row per (source, event_id). There is deliberately no foreign key to
 -- sources: the check would cost a query on every delivery, and drop_source
@@ -66,9 +68,41 @@ CREATE VIEW webhook_idem.stats AS
           + coalesce(webhook_idem._duplicates_answered(s.source), 0))::bigint
                                                             AS duplicates_absorbed,
          now() - min(e.received_at) FILTER (WHERE e.status IN ('queued', 'processing', 'failed'))
-                                                            AS oldest_waiting_age
+                                                            AS oldest_waiting_age,
+         count(e.id) FILTER (WHERE e.status::text = 'stale') AS stale
     FROM webhook_idem.sources s
     LEFT JOIN webhook_idem.events e ON e.source = s.source
    GROUP BY s.source, s.mode;
 COMMENT ON VIEW webhook_idem.stats IS 'Per source: events by status, duplicates absorbed, age of the oldest waiting event';
+COMMENT ON COLUMN webhook_idem.stats.stale IS 'Events found older than one already applied for their entity (sources with order_by): recorded, handler not run';
 COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveries recorded in events.deliveries (of events not applied yet, or with another body), plus duplicates of applied events answered since the server started (counted in shared memory when preloaded; such duplicates write nothing)';
+
+-- Ordering (sources with entity_from and order_by; docs/ordering.md). The
+-- entity and version of each event of an ordered source, written with the
+-- event: workers take an entity's events oldest version first (the due
+-- rule of src/pg/queue.h). done: applied or stale, so no longer in the
+-- entity's way (replay clears it). Purged with its event.
+CREATE TABLE webhook_idem.event_order (
+  id      bigint PRIMARY KEY,          -- webhook_idem.events.id
+  source  text COLLATE "C" NOT NULL,
+  entity  text COLLATE "C" NOT NULL,
+  version numeric NOT NULL,
+  done    boolean NOT NULL DEFAULT false
+);
+CREATE INDEX event_order_entity_idx ON webhook_idem.event_order (source, entity, version, id)
+  WHERE NOT done;
+COMMENT ON TABLE webhook_idem.event_order IS 'Entity and version of each event of an ordered source (order_by); purged with its event';
+
+-- The high-water mark of each entity: the newest version applied. An event
+-- older than it is stale. Written under the entity's lock, in the
+-- transaction that applies the event; purged after its source's retention
+-- without a newer application (as the events that set it are).
+CREATE TABLE webhook_idem.entity_versions (
+  source     text COLLATE "C" NOT NULL,
+  entity     text COLLATE "C" NOT NULL,
+  version    numeric NOT NULL,
+  event_id   text COLLATE "C" NOT NULL,   -- the event that applied it
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (source, entity)
+);
+COMMENT ON TABLE webhook_idem.entity_versions IS 'Per (source, entity): the newest version applied; older events are stale';

@@ -85,24 +85,30 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  replayed boolean;
+  replayed bigint;
+  forwarded boolean := false;
   due timestamptz := clock_timestamp();  -- a value: Citus refuses clock_timestamp() in an UPDATE
 BEGIN
+  -- An event whose payload was cleared (payload_retention) has nothing to
+  -- apply again: it is not replayed.
   UPDATE webhook_idem.events e
      SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
          next_attempt_at = due,
          lease_until = NULL
    WHERE e.source = replay.source AND e.event_id = replay.event_id
+     AND e.payload IS NOT NULL
      AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
-  RETURNING true INTO replayed;
-  IF replayed THEN
+  RETURNING e.id INTO replayed;
+  IF replayed IS NOT NULL THEN
+    -- Ordered sources: it is in its entity's way again (oldest first).
+    UPDATE webhook_idem.event_order o SET done = false WHERE o.id = replayed AND o.done;
     PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
   END IF;
   -- A dead forward of the event is sent again (src/sql/60_forward.sql).
   IF webhook_idem._replay_forward(replay.source, replay.event_id) THEN
-    replayed := true;
+    forwarded := true;
   END IF;
-  RETURN coalesce(replayed, false);
+  RETURN replayed IS NOT NULL OR forwarded;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.replay(text, text, boolean)
@@ -115,6 +121,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   total bigint := 0;
   n bigint;
+  cap bigint := coalesce(purge.max_rows, 10000);
 BEGIN
   IF purge.older_than < interval '0' THEN
     RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
@@ -124,33 +131,77 @@ BEGIN
     RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed.
+  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed
+  -- (applied events only; payload_retention and ordering are not supported
+  -- there).
   IF webhook_idem._events_distributed() THEN
     RETURN webhook_idem._purge_distributed(purge.older_than, purge.max_rows);
   END IF;
-  -- Oldest first by id, in batches; rows that someone holds are skipped,
-  -- so deliveries are never waited for. A retention past 1000 years counts
-  -- as 1000 years: now() minus more could leave the timestamp type, and
-  -- one such source would stop purge() for every other.
+  -- Oldest first by id, in batches of at most 1000 rows; rows that someone
+  -- holds are skipped, so deliveries are never waited for. A retention past
+  -- 1000 years counts as 1000 years: now() minus more could leave the
+  -- timestamp type, and one such source would stop purge() for every other.
+  -- Applied and stale events (stale ones by when they were received) past
+  -- their source's retention go, with their order rows.
   LOOP
     WITH victims AS (
       SELECT e.id FROM webhook_idem.events e
         JOIN webhook_idem.sources s ON s.source = e.source
-       WHERE e.status = 'applied'
-         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       WHERE e.status IN ('applied', 'stale')
+         AND coalesce(e.applied_at, e.received_at)
+             < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
        ORDER BY e.id
-       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
+       LIMIT LEAST(1000, cap - total)
+         FOR UPDATE OF e SKIP LOCKED),
+    gone AS (
+      DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id RETURNING e.id),
+    gone_order AS (
+      DELETE FROM webhook_idem.event_order o USING gone g WHERE o.id = g.id)
+    SELECT count(*) INTO n FROM gone;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= cap;
+  END LOOP;
+  -- Payload retention: the payload and result of applied and stale events
+  -- past their source's payload_retention are cleared; the row (event id,
+  -- body digest) stays and keeps de-duplicating until retention.
+  WHILE total < cap LOOP
+    WITH victims AS (
+      SELECT e.id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE s.payload_retention IS NOT NULL
+         AND e.status IN ('applied', 'stale')
+         AND (e.payload IS NOT NULL OR e.result IS NOT NULL)
+         AND coalesce(e.applied_at, e.received_at)
+             < now() - LEAST(GREATEST(s.payload_retention, interval '0'), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, cap - total)
          FOR UPDATE OF e SKIP LOCKED)
-    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
+    UPDATE webhook_idem.events e SET payload = NULL, result = NULL
+      FROM victims v WHERE e.id = v.id;
     GET DIAGNOSTICS n = ROW_COUNT;
     total := total + n;
-    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
+    EXIT WHEN n = 0;
+  END LOOP;
+  -- Entity high-water marks not moved within their source's retention (or
+  -- older_than) go as their events do; those being written are skipped.
+  WHILE total < cap LOOP
+    WITH victims AS (
+      SELECT v.source, v.entity FROM webhook_idem.entity_versions v
+        JOIN webhook_idem.sources s ON s.source = v.source
+       WHERE v.updated_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       LIMIT LEAST(1000, cap - total)
+         FOR UPDATE OF v SKIP LOCKED)
+    DELETE FROM webhook_idem.entity_versions v USING victims x
+     WHERE v.source = x.source AND v.entity = x.entity;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0;
   END LOOP;
   RETURN total;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
-  IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';
+  IS 'Deletes applied and stale events past their source''s retention (or older_than), clears payloads past payload_retention, at most max_rows rows, without waiting on locks';
 
 -- A source that becomes async (register_source, or any UPDATE or INSERT of
 -- its row) has its stranded events made due: failed sync events have no

@@ -37,12 +37,14 @@ GRANT EXECUTE ON FUNCTION
     webhook_idem.drop_source(text, boolean),
     webhook_idem.replay(text, text, boolean),
     webhook_idem.purge(interval, integer),
-    webhook_idem._check_source_config(text, text[], jsonb, text)
+    webhook_idem._check_source_config(text, text[], jsonb, text),
+    webhook_idem._check_ordering(text, text)
   TO webhook_idem_admin;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_search_path(text) TO webhook_idem_admin;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_idem.sources TO webhook_idem_admin;
 GRANT SELECT (source), INSERT, UPDATE (secrets, forward_secret), DELETE ON webhook_idem.source_secrets TO webhook_idem_admin;
 GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
+GRANT SELECT, DELETE ON webhook_idem.event_order, webhook_idem.entity_versions TO webhook_idem_admin;
 GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
 
@@ -51,3 +53,6 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_idem.sources', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.source_secrets', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.events', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.events_id_seq', '');
+-- Ordering state: without it a restored database would apply stale events.
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.event_order', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.entity_versions', '');

@@ -195,13 +195,10 @@ BEGIN
                                             register_source.event_id_from);
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
   PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
-  IF register_source.entity_from IS NOT NULL OR register_source.order_by IS NOT NULL THEN
-    RAISE EXCEPTION 'entity_from and order_by (ordering) are not available in this build'
-      USING ERRCODE = 'feature_not_supported';
-  END IF;
-  IF register_source.payload_retention IS NOT NULL THEN
-    RAISE EXCEPTION 'payload_retention is not available in this build'
-      USING ERRCODE = 'feature_not_supported';
+  -- Ordering: the C rule the source cache applies to a loaded row too.
+  PERFORM webhook_idem._check_ordering(register_source.entity_from, register_source.order_by);
+  IF register_source.payload_retention < interval '0' THEN
+    RAISE EXCEPTION 'payload_retention must be zero or positive' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- Forwarding (src/sql/60_forward.sql): an http(s) URL, a whsec_ secret
   -- and pg_net in this database, or neither setting.
@@ -893,29 +890,135 @@ $$;
 COMMENT ON FUNCTION webhook_idem.undistribute()
   IS 'On a Citus coordinator: makes events, sources and source_secrets plain tables again, with every event';
 
+-- Ordering and payload retention (issue 11): the stale status, per-event
+-- entity and version, per-entity high-water marks, register_source's
+-- ordering settings checked by the C rule, drop_source, replay and purge
+-- aware of them. Same text as src/sql/10_sources.sql, 20_events.sql,
+-- 40_async.sql and 90_privileges.sql. The new label cannot be used in this
+-- transaction, so the stats view compares it as text (as the install does).
+ALTER TYPE webhook_idem.event_status ADD VALUE 'stale';
+COMMENT ON TYPE webhook_idem.event_status IS 'queued, processing, applied, failed, dead or stale';
+CREATE OR REPLACE VIEW webhook_idem.stats AS
+  SELECT s.source,
+         s.mode,
+         count(e.id) FILTER (WHERE e.status = 'queued')     AS queued,
+         count(e.id) FILTER (WHERE e.status = 'processing') AS processing,
+         count(e.id) FILTER (WHERE e.status = 'applied')    AS applied,
+         count(e.id) FILTER (WHERE e.status = 'failed')     AS failed,
+         count(e.id) FILTER (WHERE e.status = 'dead')       AS dead,
+         (coalesce(sum(e.deliveries - 1), 0)
+          + coalesce(webhook_idem._duplicates_answered(s.source), 0))::bigint
+                                                            AS duplicates_absorbed,
+         now() - min(e.received_at) FILTER (WHERE e.status IN ('queued', 'processing', 'failed'))
+                                                            AS oldest_waiting_age,
+         count(e.id) FILTER (WHERE e.status::text = 'stale') AS stale
+    FROM webhook_idem.sources s
+    LEFT JOIN webhook_idem.events e ON e.source = s.source
+   GROUP BY s.source, s.mode;
+COMMENT ON VIEW webhook_idem.stats IS 'Per source: events by status, duplicates absorbed, age of the oldest waiting event';
+COMMENT ON COLUMN webhook_idem.stats.stale IS 'Events found older than one already applied for their entity (sources with order_by): recorded, handler not run';
+COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveries recorded in events.deliveries (of events not applied yet, or with another body), plus duplicates of applied events answered since the server started (counted in shared memory when preloaded; such duplicates write nothing)';
+-- Ordering (sources with entity_from and order_by; docs/ordering.md). The
+-- entity and version of each event of an ordered source, written with the
+-- event: workers take an entity's events oldest version first (the due
+-- rule of src/pg/queue.h). done: applied or stale, so no longer in the
+-- entity's way (replay clears it). Purged with its event.
+CREATE TABLE webhook_idem.event_order (
+  id      bigint PRIMARY KEY,          -- webhook_idem.events.id
+  source  text COLLATE "C" NOT NULL,
+  entity  text COLLATE "C" NOT NULL,
+  version numeric NOT NULL,
+  done    boolean NOT NULL DEFAULT false
+);
+CREATE INDEX event_order_entity_idx ON webhook_idem.event_order (source, entity, version, id)
+  WHERE NOT done;
+COMMENT ON TABLE webhook_idem.event_order IS 'Entity and version of each event of an ordered source (order_by); purged with its event';
+
+-- The high-water mark of each entity: the newest version applied. An event
+-- older than it is stale. Written under the entity's lock, in the
+-- transaction that applies the event; purged after its source's retention
+-- without a newer application (as the events that set it are).
+CREATE TABLE webhook_idem.entity_versions (
+  source     text COLLATE "C" NOT NULL,
+  entity     text COLLATE "C" NOT NULL,
+  version    numeric NOT NULL,
+  event_id   text COLLATE "C" NOT NULL,   -- the event that applied it
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (source, entity)
+);
+COMMENT ON TABLE webhook_idem.entity_versions IS 'Per (source, entity): the newest version applied; older events are stale';
+
+-- Refuses entity_from and order_by settings that cannot order events: both
+-- or neither (a 'preset:<name>' order_by brings its own entity rule), JSON
+-- paths, 'header:<Name>' versions, known presets. Sources loaded from the
+-- table are checked by the same C rule (src/pg/ordering.cpp).
+CREATE FUNCTION webhook_idem._check_ordering(entity_from text, order_by text)
+  RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_ordering';
+COMMENT ON FUNCTION webhook_idem._check_ordering(text, text)
+  IS 'Raises 22023 unless entity_from and order_by (both may be NULL) can order a source''s events';
+
+REVOKE ALL ON FUNCTION webhook_idem._check_ordering(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_idem._check_ordering(text, text) TO webhook_idem_admin;
+
+CREATE OR REPLACE FUNCTION webhook_idem.drop_source(source text, force boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  unfinished bigint;
+BEGIN
+  IF drop_source.source IS NULL THEN
+    RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  PERFORM FROM webhook_idem.sources s WHERE s.source = drop_source.source FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  SELECT count(*) INTO unfinished FROM webhook_idem.events e
+   WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
+  IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
+    RAISE EXCEPTION 'source "%" has % unfinished event(s)', drop_source.source, unfinished
+      USING ERRCODE = 'object_in_use',
+            HINT = 'Apply, replay or purge them first, or call drop_source(source, force => true).';
+  END IF;
+  DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
+  DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
+  DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
+  DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
+  RETURN true;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem.drop_source(text, boolean)
+  IS 'Removes a source and its events; refuses while events are unfinished unless force';
+
 CREATE OR REPLACE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  replayed boolean;
+  replayed bigint;
+  forwarded boolean := false;
   due timestamptz := clock_timestamp();  -- a value: Citus refuses clock_timestamp() in an UPDATE
 BEGIN
+  -- An event whose payload was cleared (payload_retention) has nothing to
+  -- apply again: it is not replayed.
   UPDATE webhook_idem.events e
      SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
          next_attempt_at = due,
          lease_until = NULL
    WHERE e.source = replay.source AND e.event_id = replay.event_id
+     AND e.payload IS NOT NULL
      AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
-  RETURNING true INTO replayed;
-  IF replayed THEN
+  RETURNING e.id INTO replayed;
+  IF replayed IS NOT NULL THEN
+    -- Ordered sources: it is in its entity's way again (oldest first).
+    UPDATE webhook_idem.event_order o SET done = false WHERE o.id = replayed AND o.done;
     PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
   END IF;
   -- A dead forward of the event is sent again (src/sql/60_forward.sql).
   IF webhook_idem._replay_forward(replay.source, replay.event_id) THEN
-    replayed := true;
+    forwarded := true;
   END IF;
-  RETURN coalesce(replayed, false);
+  RETURN replayed IS NOT NULL OR forwarded;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.replay(text, text, boolean)
@@ -928,6 +1031,7 @@ SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   total bigint := 0;
   n bigint;
+  cap bigint := coalesce(purge.max_rows, 10000);
 BEGIN
   IF purge.older_than < interval '0' THEN
     RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
@@ -937,31 +1041,77 @@ BEGIN
     RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed.
+  -- On Citus (docs/scale-out.md) the shards are purged by _purge_distributed
+  -- (applied events only; payload_retention and ordering are not supported
+  -- there).
   IF webhook_idem._events_distributed() THEN
     RETURN webhook_idem._purge_distributed(purge.older_than, purge.max_rows);
   END IF;
-  -- Oldest first by id, in batches; rows that someone holds are skipped,
-  -- so deliveries are never waited for. A retention past 1000 years counts
-  -- as 1000 years: now() minus more could leave the timestamp type, and
-  -- one such source would stop purge() for every other.
+  -- Oldest first by id, in batches of at most 1000 rows; rows that someone
+  -- holds are skipped, so deliveries are never waited for. A retention past
+  -- 1000 years counts as 1000 years: now() minus more could leave the
+  -- timestamp type, and one such source would stop purge() for every other.
+  -- Applied and stale events (stale ones by when they were received) past
+  -- their source's retention go, with their order rows.
   LOOP
     WITH victims AS (
       SELECT e.id FROM webhook_idem.events e
         JOIN webhook_idem.sources s ON s.source = e.source
-       WHERE e.status = 'applied'
-         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       WHERE e.status IN ('applied', 'stale')
+         AND coalesce(e.applied_at, e.received_at)
+             < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
        ORDER BY e.id
-       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
+       LIMIT LEAST(1000, cap - total)
+         FOR UPDATE OF e SKIP LOCKED),
+    gone AS (
+      DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id RETURNING e.id),
+    gone_order AS (
+      DELETE FROM webhook_idem.event_order o USING gone g WHERE o.id = g.id)
+    SELECT count(*) INTO n FROM gone;
+    total := total + n;
+    EXIT WHEN n = 0 OR total >= cap;
+  END LOOP;
+  -- Payload retention: the payload and result of applied and stale events
+  -- past their source's payload_retention are cleared; the row (event id,
+  -- body digest) stays and keeps de-duplicating until retention.
+  WHILE total < cap LOOP
+    WITH victims AS (
+      SELECT e.id FROM webhook_idem.events e
+        JOIN webhook_idem.sources s ON s.source = e.source
+       WHERE s.payload_retention IS NOT NULL
+         AND e.status IN ('applied', 'stale')
+         AND (e.payload IS NOT NULL OR e.result IS NOT NULL)
+         AND coalesce(e.applied_at, e.received_at)
+             < now() - LEAST(GREATEST(s.payload_retention, interval '0'), interval '1000 years')
+       ORDER BY e.id
+       LIMIT LEAST(1000, cap - total)
          FOR UPDATE OF e SKIP LOCKED)
-    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
+    UPDATE webhook_idem.events e SET payload = NULL, result = NULL
+      FROM victims v WHERE e.id = v.id;
     GET DIAGNOSTICS n = ROW_COUNT;
     total := total + n;
-    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
+    EXIT WHEN n = 0;
+  END LOOP;
+  -- Entity high-water marks not moved within their source's retention (or
+  -- older_than) go as their events do; those being written are skipped.
+  WHILE total < cap LOOP
+    WITH victims AS (
+      SELECT v.source, v.entity FROM webhook_idem.entity_versions v
+        JOIN webhook_idem.sources s ON s.source = v.source
+       WHERE v.updated_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
+       LIMIT LEAST(1000, cap - total)
+         FOR UPDATE OF v SKIP LOCKED)
+    DELETE FROM webhook_idem.entity_versions v USING victims x
+     WHERE v.source = x.source AND v.entity = x.entity;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    total := total + n;
+    EXIT WHEN n = 0;
   END LOOP;
   RETURN total;
 END
 $$;
+COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
+  IS 'Deletes applied and stale events past their source''s retention (or older_than), clears payloads past payload_retention, at most max_rows rows, without waiting on locks';
 
 REVOKE ALL ON FUNCTION webhook_idem._claim_here(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._events_distributed() FROM PUBLIC;
@@ -974,3 +1124,8 @@ REVOKE ALL ON FUNCTION webhook_idem._events_id_range(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem.distribute(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._undistribute_table(regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem.undistribute() FROM PUBLIC;
+REVOKE ALL ON webhook_idem.event_order, webhook_idem.entity_versions FROM PUBLIC;
+GRANT SELECT, DELETE ON webhook_idem.event_order, webhook_idem.entity_versions TO webhook_idem_admin;
+-- Ordering state: without it a restored database would apply stale events.
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.event_order', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_idem.entity_versions', '');
