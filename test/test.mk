@@ -74,10 +74,19 @@ http:
 FUZZ_SRCS = $(sort $(wildcard test/fuzz/fuzz_*.cpp))
 FUZZ_BINS = $(patsubst test/fuzz/%.cpp,$(BUILD_DIR)/fuzz/%,$(FUZZ_SRCS))
 
-$(BUILD_DIR)/fuzz/%: test/fuzz/%.cpp $(CORE_SRCS) $(wildcard src/core/*.h src/core/schemes/*.h test/fuzz/*.h test/unit/sign_util.h)
+# The core is compiled once for all targets (instrumented, not linked with
+# libFuzzer's main), then each target links its own file against it.
+FUZZ_FLAGS = $(CORE_TEST_FLAGS) -fno-sanitize-recover=undefined
+FUZZ_CORE_OBJS = $(patsubst src/core/%.cpp,$(BUILD_DIR)/fuzz/core/%.o,$(CORE_SRCS))
+
+$(BUILD_DIR)/fuzz/core/%.o: src/core/%.cpp $(wildcard src/core/*.h src/core/schemes/*.h)
+	@mkdir -p $(dir $@)
+	clang++ $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+$(BUILD_DIR)/fuzz/%: test/fuzz/%.cpp $(FUZZ_CORE_OBJS) $(wildcard src/core/*.h src/core/schemes/*.h test/fuzz/*.h test/unit/sign_util.h test/unit/*_util.h)
 	@mkdir -p $(BUILD_DIR)/fuzz
-	clang++ $(CORE_TEST_FLAGS) -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $< $(CORE_SRCS) -lssl -lcrypto
+	clang++ $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(FUZZ_CORE_OBJS) -lssl -lcrypto
 
 fuzz-build: $(FUZZ_BINS)
 

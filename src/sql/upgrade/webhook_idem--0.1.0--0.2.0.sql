@@ -786,6 +786,16 @@ BEGIN
   PERFORM 1 FROM run_command_on_workers(
     'ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT IF EXISTS source_secrets_source_fkey');
   ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT source_secrets_source_fkey;
+  -- Forwarding through pg_net is not supported on Citus (docs/scale-out.md):
+  -- the relay's outbox stays a local table, and a local table's foreign
+  -- key would keep sources from becoming a reference table.
+  IF EXISTS (SELECT FROM webhook_idem.sources s WHERE s.forward_to IS NOT NULL)
+     OR EXISTS (SELECT FROM webhook_idem.forwards) THEN
+    RAISE EXCEPTION 'webhook_idem.distribute() does not support sources that forward through pg_net'
+      USING ERRCODE = 'feature_not_supported',
+            HINT = 'Register the forwarding sources again without forward_to, and let their forwards drain, first.';
+  END IF;
+  ALTER TABLE webhook_idem.forwards DROP CONSTRAINT forwards_source_fkey;
   PERFORM create_reference_table('webhook_idem.sources');
   PERFORM create_reference_table('webhook_idem.source_secrets');
   ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
@@ -878,6 +888,8 @@ BEGIN
   PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets');
   PERFORM webhook_idem._undistribute_table('webhook_idem.sources');
   ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
+    FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
+  ALTER TABLE webhook_idem.forwards ADD CONSTRAINT forwards_source_fkey
     FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
   ALTER TABLE webhook_idem.events DROP CONSTRAINT events_pkey,
     ADD CONSTRAINT events_pkey PRIMARY KEY (id);
