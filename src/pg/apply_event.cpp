@@ -313,6 +313,7 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 			: ParseJsonBody(in->data, in->len, &detail);
 		parsed = true;
 		args.payload = in->payload;
+		args.fields_done = false;	/* found again, in the parsed body */
 	}
 	verdict = VerifyDelivery(&args);
 	if (verdict != wi::Verdict::kValid)

@@ -194,6 +194,19 @@ CoreRequest(const WiVerifyArgs *a)
 	return req;
 }
 
+/* The values of the scheme's body_fields in the request's payload, found
+ * once: verify() and the handshake read the same ones. */
+static const std::optional<std::string_view> *
+BodyFields(const WiVerifyArgs *a)
+{
+	if (!a->fields_done)
+	{
+		a->fields = BodyFieldValues(a->payload, a->scheme->body_fields, a->scheme->n_body_fields);
+		a->fields_done = true;
+	}
+	return a->fields;
+}
+
 wi::Verdict
 VerifyDelivery(const WiVerifyArgs *a)
 {
@@ -202,7 +215,7 @@ VerifyDelivery(const WiVerifyArgs *a)
 	wi::Status	st;
 	const wi::Scheme *scheme = a->scheme;
 
-	req.fields = BodyFieldValues(a->payload, scheme->body_fields, scheme->n_body_fields);
+	req.fields = BodyFields(a);
 	req.n_fields = req.fields != NULL ? scheme->n_body_fields : 0;
 	CheckCore(wi::api::Verify(scheme, req, &verdict, &st), st);
 	if (verdict != wi::Verdict::kValid || scheme->verify_item == nullptr)
@@ -239,7 +252,7 @@ AnswerHandshake(const WiVerifyArgs *a, bool verified, char **reply, const char *
 	if ((verified ? scheme->handshake : scheme->unsigned_handshake) == nullptr)
 		return false;
 	req = CoreRequest(a);
-	req.fields = BodyFieldValues(a->payload, scheme->body_fields, scheme->n_body_fields);
+	req.fields = BodyFields(a);
 	req.n_fields = req.fields != NULL ? scheme->n_body_fields : 0;
 	CheckCore(wi::api::Handshake(scheme, req, verified, &out, &answered, &st), st);
 	if (!answered)

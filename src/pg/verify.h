@@ -38,6 +38,10 @@ typedef struct WiVerifyArgs
 	int64		tolerance_usec;
 	Jsonb	   *payload;		/* the body as JSON, or NULL (not JSON) */
 	JsonPath   *items_path;		/* where verify_item's items are */
+	/* The scheme's body values in payload, extracted once a request for
+	 * verify() and the handshake both (BodyFields, verify.cpp). */
+	mutable const std::optional<std::string_view> *fields;
+	mutable bool fields_done;
 } WiVerifyArgs;
 
 /* True if the scheme reads the body as JSON to verify it (body values or
