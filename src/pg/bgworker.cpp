@@ -11,9 +11,14 @@
  * claimed, and it is taken again once its lease runs out, still applied
  * once. They sleep on their latch, which apply_event sets when a commit
  * queued work (and a one-second timeout finds retries and expired leases),
- * and the postmaster restarts them after a crash. docs/async.md has the
+ * and the postmaster restarts them after a crash. They run
+ * webhook_idem.worker_nice below the server's CPU priority, and one that
+ * has caught up with the queue lets events gather for
+ * webhook_idem.worker_batch_delay before its next claim. docs/async.md has the
  * rules, docs/performance.md what they buy.
  */
+#include <unistd.h>
+
 #include "pg/forward.h"
 #include "pg/queue.h"
 #include "pg/distribute.h"
@@ -36,6 +41,8 @@ PGDLLEXPORT void webhook_idem_worker_main(Datum main_arg);
 int			wi_workers = 2;
 char	   *wi_database = NULL;
 int			wi_worker_lease_ms = 30000;
+int			wi_worker_batch_delay_ms = 10;
+int			wi_worker_nice = 10;
 
 /* How long a worker sleeps when there is nothing to do: due retries and
  * expired leases (which wake nobody) are found within it. */
@@ -73,6 +80,16 @@ RegisterWorkers(void)
 							"The lease an in-database worker takes on an event; a worker that dies leaves it to others after this.",
 							NULL, &wi_worker_lease_ms, 30000, 1000, 24 * 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_idem.worker_batch_delay",
+							"How long an in-database worker that has caught up with the queue lets events gather before its next claim.",
+							"0 claims again at once.",
+							&wi_worker_batch_delay_ms, 10, 0, 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_idem.worker_nice",
+							"How much lower than the server's the in-database workers' CPU priority is (nice, 0 to 19).",
+							"The workers yield the CPU to the backends that answer deliveries.",
+							&wi_worker_nice, 10, 0, 19,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 
 	for (int i = 0; i < wi_workers; i++)
 	{
@@ -267,6 +284,12 @@ webhook_idem_worker_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	/* Below the backends that answer senders: a burst is taken first, and
+	 * applied from the queue with the CPU they leave (docs/async.md). */
+	errno = 0;
+	if (wi_worker_nice > 0 && nice(wi_worker_nice) == -1 && errno != 0)
+		ereport(WARNING,
+				(errmsg("webhook_idem worker could not lower its CPU priority: %m")));
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
 	AnnounceWorker(slot, MyDatabaseId);
 	elog(LOG, "webhook_idem worker %d started in database \"%s\"", slot + 1, wi_database);
@@ -288,9 +311,14 @@ webhook_idem_worker_main(Datum main_arg)
 		ClearWakeup();
 		/* Work while there is work; between events the latch is not
 		 * waited on. Until one is applied, a claim takes one event. */
-		while ((n = ClaimBatch(claimed, BatchSize(avg_apply_us), &ready)) > 0)
+		for (;;)
 		{
-			TimestampTz leased_at = GetCurrentTimestamp();
+			int			max = BatchSize(avg_apply_us);
+			TimestampTz leased_at;
+
+			if ((n = ClaimBatch(claimed, max, &ready)) == 0)
+				break;
+			leased_at = GetCurrentTimestamp();
 
 			for (int i = 0; i < n; i++)
 			{
@@ -321,6 +349,17 @@ webhook_idem_worker_main(Datum main_arg)
 					ConfigReloadPending = false;
 					ProcessConfigFile(PGC_SIGHUP);
 				}
+			}
+			/* A short claim: the worker has caught up with intake. Claimed
+			 * again at once, it would take an event or two per durable
+			 * claim commit, beside the senders; waiting a little lets the
+			 * next claim take a batch. (The latch is not waited on: every
+			 * queued commit sets it.) */
+			if (n < max && wi_worker_batch_delay_ms > 0)
+			{
+				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wi_worker_batch_delay_ms,
+								 PG_WAIT_EXTENSION);
+				CHECK_FOR_INTERRUPTS();
 			}
 		}
 		if (!ready)

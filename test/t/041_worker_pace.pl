@@ -1,0 +1,113 @@
+
+# How the in-database workers share the machine with intake (docs/async.md,
+# "In-database workers"): they run webhook_idem.worker_nice below the
+# server's CPU priority, and a worker that has caught up with the queue
+# (its claim took fewer events than it asked for) waits
+# webhook_idem.worker_batch_delay before its next claim, so that events
+# queued meanwhile are claimed together rather than one durable claim
+# each. The wait never leaves an event behind, and the first event after
+# a quiet spell is not delayed.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = PostgreSQL::Test::Cluster->new('worker_pace');
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'webhook_idem'
+webhook_idem.workers = 1
+webhook_idem.database = 'postgres'
+webhook_idem.worker_nice = 7
+webhook_idem.worker_batch_delay = '1s'
+});
+$node->start;
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
+	'the worker runs');
+
+# The nice value of process $pid (field 19 of /proc/<pid>/stat; the
+# command name, field 2, is in parentheses and may hold spaces).
+sub nice_of
+{
+	my ($pid) = @_;
+	my $stat = slurp_file("/proc/$pid/stat");
+	$stat =~ s/^.*\) //s;
+	my @f = split /\s+/, $stat;
+	return $f[16];    # fields 3.. from here: 19 - 3
+}
+
+SKIP:
+{
+	skip 'no /proc here', 1 unless -r '/proc/self/stat';
+	my $worker = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'");
+	my $postmaster = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+	my $expected = nice_of($postmaster) + 7;
+	$expected = 19 if $expected > 19;
+	is(nice_of($worker), $expected,
+		'the worker runs webhook_idem.worker_nice below the server processes');
+}
+
+# The handler logs each run with the lease its claim gave it: events
+# claimed together share the claim's lease_until (its transaction's time
+# plus the lease).
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied_log (event_id text NOT NULL, lease_until timestamptz NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO applied_log VALUES (p->>'id', (webhook_idem.current_event()).lease_until);
+  RETURN NULL;
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'bg', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure);
+});
+
+sub enqueue_sql
+{
+	my ($id) = @_;
+	return "SELECT status FROM webhook_idem.apply_event('bg', "
+	  . "convert_to('{\"id\": \"$id\"}', 'UTF8'));";
+}
+
+# A first event, so that the worker knows its pace (until one is
+# applied, a claim takes a single event); then a quiet spell.
+$node->safe_psql('postgres', enqueue_sql('warm'));
+$node->poll_query_until('postgres', "SELECT count(*) = 1 FROM applied_log");
+sleep 2;
+
+# 1. After a quiet spell the first event is applied at once: the delay
+# follows a claim, it does not precede one.
+my $t0 = time();
+is($node->safe_psql('postgres', enqueue_sql('first')), 'queued', 'queued');
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 1 FROM applied_log WHERE event_id = 'first'"),
+	'the first event is applied');
+my $first = time() - $t0;
+cmp_ok($first, '<', 0.9, "applied ${first}s after it was queued, before any batch delay");
+
+# 2. Three events queued (three commits, each waking the worker) while
+# the worker waits after that one-event claim are claimed together.
+is( $node->safe_psql('postgres', join(' ', map { enqueue_sql($_) } qw(b c d))),
+	"queued\nqueued\nqueued", 'three more queued within the delay');
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 5 FROM applied_log"),
+	'all of them are applied: the delay leaves none behind');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(DISTINCT lease_until) FROM applied_log WHERE event_id IN ('b', 'c', 'd')"),
+	'1',
+	'the three were taken in one claim');
+is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log"), '5', 'each applied once');
+
+$node->stop;
+done_testing();
