@@ -40,6 +40,16 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 	return *slot;
 }
 
+void
+RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, Datum *args,
+		const char *nulls, long count, int expected, const char *what)
+{
+	int			rc = SPI_execute_plan(KeepPlan(slot, sql, nargs, argtypes), args, nulls, false, count);
+
+	if (rc != expected)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}
+
 /*
  * On Citus (distribute.cpp), a statement that names an event by its id
  * names its event id too, the distribution column, so that Citus sends it

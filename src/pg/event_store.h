@@ -9,6 +9,10 @@
 
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+/* Runs the plan KeepPlan keeps in *slot (read-write, up to count rows);
+ * an error "<what> failed" unless SPI answers expected. */
+void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, Datum *args,
+					const char *nulls, long count, int expected, const char *what);
 
 /* The SELECT list of every event read: the model's columns, then xmin. */
 const char *EventReadList(void);

@@ -280,28 +280,24 @@ RelayEpoch(Oid pg_net)
 	static SPIPlanPtr get_plan = NULL;
 	static SPIPlanPtr put_plan = NULL;
 	bool		isnull;
-	int			rc;
 
 	for (int pass = 0; pass < 2; pass++)
 	{
-		rc = SPI_execute_plan(KeepPlan(&get_plan, "SELECT epoch FROM webhook_idem._relay_epoch", 0,
-									   NULL),
-							  NULL, NULL, false, 1);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "reading the relay epoch failed: %s", SPI_result_code_string(rc));
+		RunKept(&get_plan,
+				"SELECT epoch FROM webhook_idem._relay_epoch",
+				0, NULL, NULL, NULL, 1, SPI_OK_SELECT,
+				"reading the relay epoch");
 		if (SPI_processed == 1)
 			return psprintf("%s/%u",
 							TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
 															  SPI_tuptable->tupdesc, 1, &isnull)),
 							pg_net);
-		rc = SPI_execute_plan(KeepPlan(&put_plan,
-									   "INSERT INTO webhook_idem._relay_epoch (epoch)"
-									   " VALUES (pg_catalog.gen_random_uuid()::pg_catalog.text)"
-									   " ON CONFLICT DO NOTHING",
-									   0, NULL),
-							  NULL, NULL, false, 0);
-		if (rc != SPI_OK_INSERT)
-			elog(ERROR, "drawing the relay epoch failed: %s", SPI_result_code_string(rc));
+		RunKept(&put_plan,
+				"INSERT INTO webhook_idem._relay_epoch (epoch)"
+				" VALUES (pg_catalog.gen_random_uuid()::pg_catalog.text)"
+				" ON CONFLICT DO NOTHING",
+				0, NULL, NULL, NULL, 0, SPI_OK_INSERT,
+				"drawing the relay epoch");
 	}
 	elog(ERROR, "the relay epoch could not be drawn");
 	pg_unreachable();
@@ -315,17 +311,14 @@ ResendLost(int64 id, const char *why)
 	static const Oid argtypes[2] = {INT8OID, TEXTOID};
 	static SPIPlanPtr plan = NULL;
 	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(why)};
-	int			rc = SPI_execute_plan(KeepPlan(&plan,
-											   "UPDATE webhook_idem.forwards"
-											   " SET status = 'pending', attempts = attempts OPERATOR(pg_catalog.-) 1,"
-											   "     next_attempt_at = pg_catalog.clock_timestamp(),"
-											   "     request_id = NULL, request_epoch = NULL, last_error = $2"
-											   " WHERE id OPERATOR(pg_catalog.=) $1",
-											   2, argtypes),
-									  args, NULL, false, 0);
-
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "requeueing a forward failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"UPDATE webhook_idem.forwards"
+			" SET status = 'pending', attempts = attempts OPERATOR(pg_catalog.-) 1,"
+			"     next_attempt_at = pg_catalog.clock_timestamp(),"
+			"     request_id = NULL, request_epoch = NULL, last_error = $2"
+			" WHERE id OPERATOR(pg_catalog.=) $1",
+			2, argtypes, args, NULL, 0, SPI_OK_UPDATE,
+			"requeueing a forward");
 }
 
 /* The downstream answered 2xx: the forward is done. */
@@ -335,13 +328,10 @@ ForwardDelivered(int64 id)
 	static const Oid argtypes[1] = {INT8OID};
 	static SPIPlanPtr plan = NULL;
 	Datum		arg = Int64GetDatum(id);
-	int			rc = SPI_execute_plan(KeepPlan(&plan,
-											   "DELETE FROM webhook_idem.forwards WHERE id OPERATOR(pg_catalog.=) $1",
-											   1, argtypes),
-									  &arg, NULL, false, 0);
-
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "settling a forward failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"DELETE FROM webhook_idem.forwards WHERE id OPERATOR(pg_catalog.=) $1",
+			1, argtypes, &arg, NULL, 0, SPI_OK_DELETE,
+			"settling a forward");
 }
 
 /* A failed attempt (http_status: the answer's code, or 0 for none): dead,
@@ -357,20 +347,17 @@ ForwardFailed(int64 id, bool dead, int http_status, const char *error, const Int
 		CStringGetTextDatum(StorableText(error, WI_MAX_ERROR_BYTES)),
 	IntervalPGetDatum(backoff), Int32GetDatum(failures)};
 	char		nulls[6] = {' ', ' ', http_status ? ' ' : 'n', ' ', ' ', ' '};
-	int			rc = SPI_execute_plan(KeepPlan(&plan,
-											   "UPDATE webhook_idem.forwards"
-											   " SET status = CASE WHEN $2 THEN 'dead' ELSE 'pending' END,"
-											   "     last_status = $3, last_error = $4,"
-											   "     request_id = NULL, request_epoch = NULL,"
-											   "     next_attempt_at = CASE WHEN $2 THEN next_attempt_at ELSE"
-											   "       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-											   "       webhook_idem._retry_delay($5, $6) END"
-											   " WHERE id OPERATOR(pg_catalog.=) $1",
-											   6, argtypes),
-									  args, nulls, false, 0);
-
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "recording a failed forward failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"UPDATE webhook_idem.forwards"
+			" SET status = CASE WHEN $2 THEN 'dead' ELSE 'pending' END,"
+			"     last_status = $3, last_error = $4,"
+			"     request_id = NULL, request_epoch = NULL,"
+			"     next_attempt_at = CASE WHEN $2 THEN next_attempt_at ELSE"
+			"       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+			"       webhook_idem._retry_delay($5, $6) END"
+			" WHERE id OPERATOR(pg_catalog.=) $1",
+			6, argtypes, args, nulls, 0, SPI_OK_UPDATE,
+			"recording a failed forward");
 }
 
 /* Settles up to max forwards in flight that pg_net answered or lost;
@@ -470,15 +457,12 @@ ForwardUnsendable(int64 id, const char *why)
 	static const Oid argtypes[2] = {INT8OID, TEXTOID};
 	static SPIPlanPtr plan = NULL;
 	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(why)};
-	int			rc = SPI_execute_plan(KeepPlan(&plan,
-											   "UPDATE webhook_idem.forwards"
-											   " SET status = 'dead', last_status = NULL, last_error = $2"
-											   " WHERE id OPERATOR(pg_catalog.=) $1",
-											   2, argtypes),
-									  args, NULL, false, 0);
-
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "burying a forward failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"UPDATE webhook_idem.forwards"
+			" SET status = 'dead', last_status = NULL, last_error = $2"
+			" WHERE id OPERATOR(pg_catalog.=) $1",
+			2, argtypes, args, NULL, 0, SPI_OK_UPDATE,
+			"burying a forward");
 }
 
 /* Hands up to max due forwards to pg_net; returns how many it handled. */

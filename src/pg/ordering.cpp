@@ -273,20 +273,17 @@ OrderKeyIsStale(const char *source, const WiOrderKey *key, bool lock, char **det
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(key->entity)};
 	bool		isnull;
 	Datum		mark;
-	int			rc;
 
-	rc = SPI_execute_plan(KeepPlan(&plans[lock ? 1 : 0],
-								   lock
-								   ? "SELECT version, event_id FROM webhook_idem.entity_versions"
-								   " WHERE source OPERATOR(pg_catalog.=) $1"
-								   "   AND entity OPERATOR(pg_catalog.=) $2 FOR UPDATE"
-								   : "SELECT version, event_id FROM webhook_idem.entity_versions"
-								   " WHERE source OPERATOR(pg_catalog.=) $1"
-								   "   AND entity OPERATOR(pg_catalog.=) $2",
-								   2, argtypes),
-						  args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading the entity's version failed: %s", SPI_result_code_string(rc));
+	RunKept(&plans[lock ? 1 : 0],
+			lock
+			? "SELECT version, event_id FROM webhook_idem.entity_versions"
+			" WHERE source OPERATOR(pg_catalog.=) $1"
+			"   AND entity OPERATOR(pg_catalog.=) $2 FOR UPDATE"
+			: "SELECT version, event_id FROM webhook_idem.entity_versions"
+			" WHERE source OPERATOR(pg_catalog.=) $1"
+			"   AND entity OPERATOR(pg_catalog.=) $2",
+			2, argtypes, args, NULL, 1, SPI_OK_SELECT,
+			"reading the entity's version");
 	if (SPI_processed == 0)
 		return false;
 	mark = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -306,15 +303,12 @@ RecordEventOrder(int64 id, const char *source, const WiOrderKey *key, bool done)
 	static const Oid argtypes[5] = {INT8OID, TEXTOID, TEXTOID, NUMERICOID, BOOLOID};
 	Datum		args[5] = {Int64GetDatum(id), CStringGetTextDatum(source),
 	CStringGetTextDatum(key->entity), key->version, BoolGetDatum(done)};
-	int			rc;
 
-	rc = SPI_execute_plan(KeepPlan(&plan,
-								   "INSERT INTO webhook_idem.event_order (id, source, entity, version, done)"
-								   " VALUES ($1, $2, $3, $4, $5)",
-								   5, argtypes),
-						  args, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "recording the event's order failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"INSERT INTO webhook_idem.event_order (id, source, entity, version, done)"
+			" VALUES ($1, $2, $3, $4, $5)",
+			5, argtypes, args, NULL, 0, SPI_OK_INSERT,
+			"recording the event's order");
 }
 
 void
@@ -327,30 +321,25 @@ RecordOrderApplied(int64 id, const char *source, const char *event_id, const WiO
 	Datum		args[4] = {CStringGetTextDatum(source), CStringGetTextDatum(key->entity),
 	key->version, CStringGetTextDatum(event_id)};
 	Datum		idarg = Int64GetDatum(id);
-	int			rc;
 
 	/* Under REPEATABLE READ and SERIALIZABLE, a mark inserted or changed
 	 * after the snapshot makes this raise 40001: the delivery is retried. */
-	rc = SPI_execute_plan(KeepPlan(&mark_plan,
-								   "INSERT INTO webhook_idem.entity_versions AS v"
-								   "   (source, entity, version, event_id, updated_at)"
-								   " VALUES ($1, $2, $3, $4, pg_catalog.now())"
-								   " ON CONFLICT (source, entity) DO UPDATE"
-								   " SET version = GREATEST(v.version, EXCLUDED.version),"
-								   "     event_id = CASE WHEN EXCLUDED.version OPERATOR(pg_catalog.>=) v.version"
-								   "                THEN EXCLUDED.event_id ELSE v.event_id END,"
-								   "     updated_at = pg_catalog.now()",
-								   4, mark_types),
-						  args, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "recording the entity's version failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_plan(KeepPlan(&done_plan,
-								   "UPDATE webhook_idem.event_order SET done = true"
-								   " WHERE id OPERATOR(pg_catalog.=) $1 AND NOT done",
-								   1, done_types),
-						  &idarg, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "recording the event's order failed: %s", SPI_result_code_string(rc));
+	RunKept(&mark_plan,
+			"INSERT INTO webhook_idem.entity_versions AS v"
+			"   (source, entity, version, event_id, updated_at)"
+			" VALUES ($1, $2, $3, $4, pg_catalog.now())"
+			" ON CONFLICT (source, entity) DO UPDATE"
+			" SET version = GREATEST(v.version, EXCLUDED.version),"
+			"     event_id = CASE WHEN EXCLUDED.version OPERATOR(pg_catalog.>=) v.version"
+			"                THEN EXCLUDED.event_id ELSE v.event_id END,"
+			"     updated_at = pg_catalog.now()",
+			4, mark_types, args, NULL, 0, SPI_OK_INSERT,
+			"recording the entity's version");
+	RunKept(&done_plan,
+			"UPDATE webhook_idem.event_order SET done = true"
+			" WHERE id OPERATOR(pg_catalog.=) $1 AND NOT done",
+			1, done_types, &idarg, NULL, 0, SPI_OK_UPDATE,
+			"recording the event's order");
 }
 
 bool
@@ -360,16 +349,13 @@ LoadEventOrder(int64 id, WiOrderKey *key)
 	static const Oid argtypes[1] = {INT8OID};
 	Datum		arg = Int64GetDatum(id);
 	bool		isnull;
-	int			rc;
 
 	memset(key, 0, sizeof(*key));
-	rc = SPI_execute_plan(KeepPlan(&plan,
-								   "SELECT entity, version FROM webhook_idem.event_order"
-								   " WHERE id OPERATOR(pg_catalog.=) $1",
-								   1, argtypes),
-						  &arg, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading the event's order failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"SELECT entity, version FROM webhook_idem.event_order"
+			" WHERE id OPERATOR(pg_catalog.=) $1",
+			1, argtypes, &arg, NULL, 1, SPI_OK_SELECT,
+			"reading the event's order");
 	if (SPI_processed == 0)
 		return false;
 	key->entity = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -386,19 +372,16 @@ RecordStaleEvent(int64 id, const char *detail)
 	static const Oid argtypes[2] = {INT8OID, TEXTOID};
 	Datum		args[2] = {Int64GetDatum(id),
 	CStringGetTextDatum(StorableText(detail, WI_MAX_ERROR_BYTES))};
-	int			rc;
 
-	rc = SPI_execute_plan(KeepPlan(&plan,
-								   "WITH o AS (UPDATE webhook_idem.event_order SET done = true"
-								   "            WHERE id OPERATOR(pg_catalog.=) $1)"
-								   " UPDATE webhook_idem.events"
-								   " SET status = 'stale'::pg_catalog.text::webhook_idem.event_status,"
-								   "     last_error = $2, lease_until = NULL, next_attempt_at = NULL"
-								   " WHERE id OPERATOR(pg_catalog.=) $1",
-								   2, argtypes),
-						  args, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "recording a stale event failed: %s", SPI_result_code_string(rc));
+	RunKept(&plan,
+			"WITH o AS (UPDATE webhook_idem.event_order SET done = true"
+			"            WHERE id OPERATOR(pg_catalog.=) $1)"
+			" UPDATE webhook_idem.events"
+			" SET status = 'stale'::pg_catalog.text::webhook_idem.event_status,"
+			"     last_error = $2, lease_until = NULL, next_attempt_at = NULL"
+			" WHERE id OPERATOR(pg_catalog.=) $1",
+			2, argtypes, args, NULL, 0, SPI_OK_UPDATE,
+			"recording a stale event");
 }
 
 WiOrderTake

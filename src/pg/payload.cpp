@@ -227,9 +227,12 @@ ScalarId(Jsonb *jb)
 	return NULL;
 }
 
-/* jsonb_path_query_first(payload, path, '{}', silent => true), NULL-aware. */
+/*
+ * fn(payload, path, vars => '{}', silent => true): one of PostgreSQL's
+ * jsonpath functions, called directly; NULL when it answers NULL.
+ */
 static Jsonb *
-PathQueryFirst(Jsonb *payload, JsonPath *path)
+PathCall(PGFunction fn, Jsonb *payload, JsonPath *path)
 {
 	static Datum no_vars = (Datum) 0;
 	LOCAL_FCINFO(fcinfo, 4);
@@ -251,10 +254,17 @@ PathQueryFirst(Jsonb *payload, JsonPath *path)
 	fcinfo->args[2].isnull = false;
 	fcinfo->args[3].value = BoolGetDatum(true);
 	fcinfo->args[3].isnull = false;
-	result = jsonb_path_query_first(fcinfo);
+	result = fn(fcinfo);
 	if (fcinfo->isnull)
 		return NULL;
 	return DatumGetJsonbP(result);
+}
+
+/* jsonb_path_query_first(payload, path, '{}', silent => true), NULL-aware. */
+static Jsonb *
+PathQueryFirst(Jsonb *payload, JsonPath *path)
+{
+	return PathCall(jsonb_path_query_first, payload, path);
 }
 
 char *
@@ -382,9 +392,6 @@ BodyFieldValues(Jsonb *payload, const char *const *paths, size_t n)
 Jsonb **
 BatchItems(Jsonb *payload, JsonPath *path, int *n)
 {
-	static Datum no_vars = (Datum) 0;
-	LOCAL_FCINFO(fcinfo, 4);
-	Datum		all;
 	Jsonb	   *array;
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -395,27 +402,9 @@ BatchItems(Jsonb *payload, JsonPath *path, int *n)
 	*n = 0;
 	if (payload == NULL)
 		return NULL;
-	if (no_vars == (Datum) 0)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		no_vars = DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
-		MemoryContextSwitchTo(old);
-	}
-	/* jsonb_path_query_array(payload, path, '{}', silent => true) */
-	InitFunctionCallInfoData(*fcinfo, NULL, 4, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = JsonbPGetDatum(payload);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = PointerGetDatum(path);
-	fcinfo->args[1].isnull = false;
-	fcinfo->args[2].value = no_vars;
-	fcinfo->args[2].isnull = false;
-	fcinfo->args[3].value = BoolGetDatum(true);
-	fcinfo->args[3].isnull = false;
-	all = jsonb_path_query_array(fcinfo);
-	if (fcinfo->isnull)
+	array = PathCall(jsonb_path_query_array, payload, path);
+	if (array == NULL)
 		return NULL;
-	array = DatumGetJsonbP(all);
 	items = (Jsonb **) palloc(sizeof(Jsonb *) * Max(JB_ROOT_COUNT(array), 1));
 	it = JsonbIteratorInit(&array->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
