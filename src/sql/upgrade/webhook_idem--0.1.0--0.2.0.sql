@@ -294,7 +294,8 @@ CREATE OR REPLACE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease
 COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)
   IS 'Renews the lease of a claimed event (a heartbeat); false if the claim is no longer current';
 
--- purge() checks its arguments: defined below, with the cap on retention.
+-- purge() checks its arguments and caps retention: defined once, below,
+-- with its Citus path (as 40_async.sql defines it).
 
 -- A source that becomes async (register_source, or any UPDATE or INSERT of
 -- its row) has its stranded events made due: failed sync events have no
@@ -388,46 +389,6 @@ CREATE OR REPLACE FUNCTION webhook_idem._retry_delay(backoff interval, failures 
   $$;
 COMMENT ON FUNCTION webhook_idem._retry_delay(interval, integer)
   IS 'Retry delay after the given number of failures: doubling backoff, jitter, at most one hour';
-
-CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-  total bigint := 0;
-  n bigint;
-BEGIN
-  IF purge.older_than < interval '0' THEN
-    RAISE EXCEPTION 'older_than must not be negative, not %', purge.older_than
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF purge.max_rows < 0 THEN
-    RAISE EXCEPTION 'max_rows must not be negative, not %', purge.max_rows
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  -- Oldest first by id, in batches; rows that someone holds are skipped,
-  -- so deliveries are never waited for. A retention past 1000 years counts
-  -- as 1000 years: now() minus more could leave the timestamp type, and
-  -- one such source would stop purge() for every other.
-  LOOP
-    WITH victims AS (
-      SELECT e.id FROM webhook_idem.events e
-        JOIN webhook_idem.sources s ON s.source = e.source
-       WHERE e.status = 'applied'
-         AND e.applied_at < now() - LEAST(coalesce(purge.older_than, s.retention), interval '1000 years')
-       ORDER BY e.id
-       LIMIT LEAST(1000, coalesce(purge.max_rows, 10000) - total)
-         FOR UPDATE OF e SKIP LOCKED)
-    DELETE FROM webhook_idem.events e USING victims v WHERE e.id = v.id;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    total := total + n;
-    EXIT WHEN n = 0 OR total >= coalesce(purge.max_rows, 10000);
-  END LOOP;
-  RETURN total;
-END
-$$;
-COMMENT ON FUNCTION webhook_idem.purge(interval, integer)
-  IS 'Deletes applied events past their source''s retention (or older_than), at most max_rows, without waiting on locks';
 
 -- ---------------------------------------------------------------------
 -- Forwarding through pg_net (issue 14, SPEC section 3b): the outbox, the
