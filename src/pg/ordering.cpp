@@ -8,6 +8,7 @@
 #include "pg/ordering.h"
 
 #include "pg/boundary.h"
+#include "pg/distribute.h"
 #include "pg/queue.h"
 #include "pg/verify.h"
 
@@ -122,6 +123,15 @@ ParseOrdering(const char *entity_from, const char *order_by, WiOrdering **out,
 	*out = NULL;
 	if (entity_from == NULL && order_by == NULL)
 		return;
+	/* An entity's events live on different shards, and the distributed
+	 * due scan cannot join them with their order rows: on Citus an ordered
+	 * source would be applied unordered, so it is refused, at registration
+	 * and wherever the source is loaded (docs/scale-out.md). */
+	if (EventsDistributed())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ordering (entity_from, order_by) is not supported while webhook_idem.events is distributed (Citus)"),
+				 errhint("Register the source without entity_from and order_by, or run webhook_idem.undistribute().")));
 	if (order_by == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -467,11 +467,13 @@ LoadSource(const char *name)
 		MemoryContextSwitchTo(caller_cxt);
 		CurrentResourceOwner = caller_owner;
 
-		/* Only what the row says is a misconfiguration; a cancel, a lack
+		/* Only what the row says is a misconfiguration (a setting that is
+		 * wrong, or that this server does not support); a cancel, a lack
 		 * of memory or an internal error is raised as it is. */
 		sqlstate = edata->sqlerrcode;
 		if (ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_DATA_EXCEPTION &&
-			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION)
+			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION &&
+			sqlstate != ERRCODE_FEATURE_NOT_SUPPORTED)
 		{
 			MemoryContextDelete(cxt);
 			ReThrowError(edata);

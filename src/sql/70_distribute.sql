@@ -256,6 +256,14 @@ BEGIN
       USING ERRCODE = 'feature_not_supported',
             HINT = 'Register the forwarding sources again without forward_to, and let their forwards drain, first.';
   END IF;
+  -- Nor ordering: an entity's events live on different shards, and the
+  -- distributed due scan cannot join them with their order rows.
+  IF EXISTS (SELECT FROM webhook_idem.sources s
+              WHERE s.entity_from IS NOT NULL OR s.order_by IS NOT NULL) THEN
+    RAISE EXCEPTION 'webhook_idem.distribute() does not support ordered sources (entity_from, order_by)'
+      USING ERRCODE = 'feature_not_supported',
+            HINT = 'Register the ordered sources again without entity_from and order_by first.';
+  END IF;
   ALTER TABLE webhook_idem.forwards DROP CONSTRAINT forwards_source_fkey;
   PERFORM create_reference_table('webhook_idem.sources');
   PERFORM create_reference_table('webhook_idem.source_secrets');

@@ -117,6 +117,14 @@ my ($rc, $out, $err) = $w1->psql('postgres', 'SELECT webhook_idem.distribute()')
 like($err, qr/runs on the coordinator/, 'distribute() refuses to run on a worker');
 ($rc, $out, $err) = $coord->psql('postgres', 'SELECT webhook_idem.distribute(0)');
 like($err, qr/shard_count must be between/, 'distribute() checks shard_count');
+# Ordering is not supported on Citus (an entity's events live on several
+# shards): distribute() refuses while a source is ordered, ...
+$coord->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'ordered_src', scheme => 'none',"
+	  . " order_by => 'preset:stripe')");
+($rc, $out, $err) = $coord->psql('postgres', 'SELECT webhook_idem.distribute(8)');
+like($err, qr/does not support ordered sources/, 'distribute() refuses while a source is ordered');
+$coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('ordered_src')");
 
 $coord->safe_psql(
 	'postgres', q{
@@ -133,6 +141,30 @@ SELECT string_agg(logicalrelid::text || ':' || partmethod::text, ' ' ORDER BY lo
   FROM pg_dist_partition WHERE logicalrelid::text LIKE 'webhook_idem.%'}),
 	'webhook_idem.events:h webhook_idem.source_secrets:n webhook_idem.sources:n',
 	'events is hash-distributed, sources and source_secrets are reference tables');
+
+# ... and, once distributed, register_source refuses an ordered source, and
+# one written into the table directly is misconfigured where it is used
+# (never applied unordered).
+($rc, $out, $err) = $coord->psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'ordered_src', scheme => 'none',"
+	  . " order_by => 'preset:stripe')");
+like($err, qr/ordering \(entity_from, order_by\) is not supported while webhook_idem.events is distributed/,
+	'register_source refuses ordering on Citus');
+$coord->safe_psql('postgres',
+	"UPDATE webhook_idem.sources SET order_by = 'preset:stripe' WHERE source = 'sync_src'");
+foreach my $node ($coord, $w1)
+{
+	like( $node->safe_psql('postgres',
+			"SELECT status || ' ' || http_status || ' ' || detail FROM webhook_idem.apply_event("
+			  . "'sync_src', convert_to('{\"id\": \"ord-1\"}', 'UTF8'))"),
+		qr/^failed 500 source "sync_src" is misconfigured: ordering .* is not supported/,
+		'a source made ordered by a direct write is misconfigured on ' . $node->name);
+}
+$coord->safe_psql('postgres',
+	"UPDATE webhook_idem.sources SET order_by = NULL WHERE source = 'sync_src'");
+is( $coord->safe_psql('postgres',
+		"SELECT count(*) FROM webhook_idem.events WHERE event_id = 'ord-1'"),
+	'0', 'nothing was recorded for it');
 is( $coord->safe_psql(
 		'postgres', q{
 SELECT count(DISTINCT p.groupid) FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
