@@ -17,8 +17,6 @@
  * webhook_idem.worker_batch_delay before its next claim. docs/async.md has the
  * rules, docs/performance.md what they buy.
  */
-#include <unistd.h>
-
 #include "pg/forward.h"
 #include "pg/queue.h"
 #include "pg/distribute.h"
@@ -37,6 +35,8 @@ extern "C" {
 
 PGDLLEXPORT void webhook_idem_worker_main(Datum main_arg);
 }
+
+#include <unistd.h>				/* nice() */
 
 int			wi_workers = 2;
 char	   *wi_database = NULL;
@@ -314,6 +314,7 @@ webhook_idem_worker_main(Datum main_arg)
 		for (;;)
 		{
 			int			max = BatchSize(avg_apply_us);
+			uint64		ordered_before = OrderedTakes();
 			TimestampTz leased_at;
 
 			if ((n = ClaimBatch(claimed, max, &ready)) == 0)
@@ -350,15 +351,28 @@ webhook_idem_worker_main(Datum main_arg)
 					ProcessConfigFile(PGC_SIGHUP);
 				}
 			}
-			/* A short claim: the worker has caught up with intake. Claimed
+			/*
+			 * A short claim: the worker has caught up with intake. Claimed
 			 * again at once, it would take an event or two per durable
-			 * claim commit, beside the senders; waiting a little lets the
-			 * next claim take a batch. (The latch is not waited on: every
-			 * queued commit sets it.) */
-			if (n < max && wi_worker_batch_delay_ms > 0)
+			 * claim commit, beside the senders; waiting until
+			 * worker_batch_delay has passed since the claim lets the next
+			 * one take a batch. Not after an ordered take: the head rule
+			 * gives one event of an entity per claim however many wait,
+			 * so a short claim says nothing there. The latch is not waited
+			 * on (intake keeps setting it); a SIGTERM or SIGHUP is seen
+			 * when the wait ends, at most a second later.
+			 */
+			if (n < max && wi_worker_batch_delay_ms > 0 && OrderedTakes() == ordered_before)
 			{
-				(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wi_worker_batch_delay_ms,
-								 PG_WAIT_EXTENSION);
+				long		secs;
+				int			usecs;
+				long		left_ms;
+
+				TimestampDifference(leased_at, GetCurrentTimestamp(), &secs, &usecs);
+				left_ms = wi_worker_batch_delay_ms - (secs * 1000 + usecs / 1000);
+				if (left_ms > 0)
+					(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, left_ms,
+									 PG_WAIT_EXTENSION);
 				CHECK_FOR_INTERRUPTS();
 			}
 		}

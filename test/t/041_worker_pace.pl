@@ -22,7 +22,7 @@ shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 1
 webhook_idem.database = 'postgres'
 webhook_idem.worker_nice = 7
-webhook_idem.worker_batch_delay = '1s'
+webhook_idem.worker_batch_delay = '300ms'
 });
 $node->start;
 ok( $node->poll_query_until(
@@ -85,31 +85,60 @@ $node->safe_psql('postgres', enqueue_sql('warm'));
 $node->poll_query_until('postgres', "SELECT count(*) = 1 FROM applied_log");
 sleep 2;
 
-# 1. After a quiet spell the first event is applied at once: the delay
-# follows a claim, it does not precede one.
-is($node->safe_psql('postgres', enqueue_sql('first')), 'queued', 'queued');
-ok( $node->poll_query_until(
-		'postgres', "SELECT count(*) = 1 FROM applied_log WHERE event_id = 'first'"),
-	'the first event is applied');
-# Measured in the server (its handler's clock against the time of the
-# delivery's transaction), so that the test's own round trips do not count.
-my $first = $node->safe_psql('postgres',
-	"SELECT extract(epoch FROM l.at - e.received_at) FROM applied_log l"
-	  . " JOIN webhook_idem.events e ON e.event_id = l.event_id WHERE l.event_id = 'first'");
-cmp_ok($first, '<', 0.8, "applied ${first}s after it was queued, before any batch delay");
-
-# 2. Three events queued (three commits, each waking the worker) while
-# the worker waits after that one-event claim are claimed together.
-is( $node->safe_psql('postgres', join(' ', map { enqueue_sql($_) } qw(b c d))),
-	"queued\nqueued\nqueued", 'three more queued within the delay');
+# 1 and 2 in one call, so that no client round trip falls in between: a
+# procedure queues "first" (a commit, waking the worker), waits until it
+# has been applied, then queues b, c and d, each in a commit of its own
+# (each waking the worker), while the worker waits out its delay.
+$node->safe_psql(
+	'postgres', q{
+CREATE PROCEDURE burst() LANGUAGE plpgsql AS $$
+DECLARE
+  id text;
+BEGIN
+  PERFORM webhook_idem.apply_event('bg', convert_to('{"id": "first"}', 'UTF8'));
+  COMMIT;
+  WHILE NOT EXISTS (SELECT FROM applied_log WHERE event_id = 'first') LOOP
+    PERFORM pg_sleep(0.002);
+  END LOOP;
+  FOREACH id IN ARRAY ARRAY['b', 'c', 'd'] LOOP
+    PERFORM webhook_idem.apply_event('bg', convert_to(format('{"id": "%s"}', id), 'UTF8'));
+    COMMIT;
+  END LOOP;
+END
+$$;
+CALL burst();
+});
 ok( $node->poll_query_until(
 		'postgres', "SELECT count(*) = 5 FROM applied_log"),
-	'all of them are applied: the delay leaves none behind');
+	'all of them are applied');
+
+# How long each waited, measured in the server (its handler's clock
+# against the time of the delivery's transaction).
+sub waited
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT extract(epoch FROM l.at - e.received_at) FROM applied_log l"
+		  . " JOIN webhook_idem.events e ON e.event_id = l.event_id WHERE l.event_id = '$id'");
+}
+
+# 1. After a quiet spell the first event is applied at once, woken by its
+# commit (not found by the one-second idle timeout): the delay follows a
+# claim, it never precedes one.
+my $first = waited('first');
+cmp_ok($first, '<', 0.8, "the first event was applied ${first}s after it was queued");
+
+# 2. The three queued while the worker waited after that one-event claim
+# are taken in one claim, as soon as the delay is over (well before the
+# idle timeout).
 is( $node->safe_psql(
 		'postgres',
 		"SELECT count(DISTINCT lease_until) FROM applied_log WHERE event_id IN ('b', 'c', 'd')"),
 	'1',
 	'the three were taken in one claim');
+my $last = waited('d');
+cmp_ok($last, '<', 0.9, "the last of them was applied ${last}s after it was queued");
+
 is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log"), '5', 'each applied once');
 
 $node->stop;
