@@ -124,6 +124,9 @@ $coord->safe_psql('postgres',
 	  . " order_by => 'preset:stripe')");
 ($rc, $out, $err) = $coord->psql('postgres', 'SELECT webhook_idem.distribute(8)');
 like($err, qr/does not support ordered sources/, 'distribute() refuses while a source is ordered');
+is( $w1->safe_psql('postgres',
+		"SELECT count(*) FROM pg_constraint WHERE conname = 'source_secrets_source_fkey'"),
+	'1', 'a refused distribute() changed nothing on the workers');
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('ordered_src')");
 
 $coord->safe_psql(

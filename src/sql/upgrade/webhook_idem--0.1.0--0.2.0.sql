@@ -720,6 +720,25 @@ BEGIN
     RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  -- Refused before anything is changed (run_command_on_workers commits on
+  -- the workers at once). Forwarding through pg_net is not supported on
+  -- Citus (docs/scale-out.md):
+  -- the relay's outbox stays a local table, and a local table's foreign
+  -- key would keep sources from becoming a reference table.
+  IF EXISTS (SELECT FROM webhook_idem.sources s WHERE s.forward_to IS NOT NULL)
+     OR EXISTS (SELECT FROM webhook_idem.forwards) THEN
+    RAISE EXCEPTION 'webhook_idem.distribute() does not support sources that forward through pg_net'
+      USING ERRCODE = 'feature_not_supported',
+            HINT = 'Register the forwarding sources again without forward_to, and let their forwards drain, first.';
+  END IF;
+  -- Nor ordering: an entity's events live on different shards, and the
+  -- distributed due scan cannot join them with their order rows.
+  IF EXISTS (SELECT FROM webhook_idem.sources s
+              WHERE s.entity_from IS NOT NULL OR s.order_by IS NOT NULL) THEN
+    RAISE EXCEPTION 'webhook_idem.distribute() does not support ordered sources (entity_from, order_by)'
+      USING ERRCODE = 'feature_not_supported',
+            HINT = 'Register the ordered sources again without entity_from and order_by first.';
+  END IF;
 
   -- Disjoint id ranges on every node: (id, attempts) stays a fencing token.
   PERFORM webhook_idem._events_id_range(0);
@@ -747,23 +766,6 @@ BEGIN
   PERFORM 1 FROM run_command_on_workers(
     'ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT IF EXISTS source_secrets_source_fkey');
   ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT source_secrets_source_fkey;
-  -- Forwarding through pg_net is not supported on Citus (docs/scale-out.md):
-  -- the relay's outbox stays a local table, and a local table's foreign
-  -- key would keep sources from becoming a reference table.
-  IF EXISTS (SELECT FROM webhook_idem.sources s WHERE s.forward_to IS NOT NULL)
-     OR EXISTS (SELECT FROM webhook_idem.forwards) THEN
-    RAISE EXCEPTION 'webhook_idem.distribute() does not support sources that forward through pg_net'
-      USING ERRCODE = 'feature_not_supported',
-            HINT = 'Register the forwarding sources again without forward_to, and let their forwards drain, first.';
-  END IF;
-  -- Nor ordering: an entity's events live on different shards, and the
-  -- distributed due scan cannot join them with their order rows.
-  IF EXISTS (SELECT FROM webhook_idem.sources s
-              WHERE s.entity_from IS NOT NULL OR s.order_by IS NOT NULL) THEN
-    RAISE EXCEPTION 'webhook_idem.distribute() does not support ordered sources (entity_from, order_by)'
-      USING ERRCODE = 'feature_not_supported',
-            HINT = 'Register the ordered sources again without entity_from and order_by first.';
-  END IF;
   ALTER TABLE webhook_idem.forwards DROP CONSTRAINT forwards_source_fkey;
   PERFORM create_reference_table('webhook_idem.sources');
   PERFORM create_reference_table('webhook_idem.source_secrets');
