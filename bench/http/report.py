@@ -22,7 +22,7 @@ out.append(f"`bench/http/run.sh`: wrk, {threads} threads and {conns} connections
            f"{seconds} s measured per run, {rounds} round(s) interleaved (median shown; range in brackets "
            f"when more than one), the same pre-signed Stripe deliveries for every pipeline "
            f"({float(dup):.0%} redeliveries of earlier events), `synchronous_commit = on`. "
-           "Measured on a shared 2-core machine (other engineers' builds and tests ran on it): "
+           "Measured on a 2-core machine where wrk, Node, Redis and PostgreSQL share the CPU: "
            "compare the ratios of one run, not the absolute rates.\n")
 out.append("| pipeline | requests/s | p99 ms | events applied/s end to end | events applied | double applications | lost events | non-2xx / errors | retried events | CPU ms per event: Node / PostgreSQL |")
 out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
