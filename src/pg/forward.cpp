@@ -20,6 +20,7 @@
 
 #include "core/forward_sign.h"
 #include "pg/boundary.h"
+#include "pg/distribute.h"
 #include "pg/event_store.h"
 
 extern "C" {
@@ -229,6 +230,15 @@ ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int
 	*hint = NULL;
 	if (url == NULL && secret == NULL)
 		return NULL;
+	/* The outbox is a local table, and the events a delivery applies on
+	 * one node are sent from no other (docs/scale-out.md): at registration
+	 * and again for each forward, however the source row was written. */
+	if (EventsDistributed())
+	{
+		*code = ERRCODE_FEATURE_NOT_SUPPORTED;
+		*hint = "Register the source again without forward_to, or run webhook_idem.undistribute().";
+		return "forwarding through pg_net is not supported while webhook_idem.events is distributed (Citus)";
+	}
 	if (url == NULL)
 		return "forward_secret is set but forward_to is not";
 	if (secret == NULL)

@@ -153,6 +153,12 @@ SELECT string_agg(logicalrelid::text || ':' || partmethod::text, ' ' ORDER BY lo
 	  . " order_by => 'preset:stripe')");
 like($err, qr/ordering \(entity_from, order_by\) is not supported while webhook_idem.events is distributed/,
 	'register_source refuses ordering on Citus');
+# So does forwarding through pg_net (the outbox is a local table).
+($rc, $out, $err) = $coord->psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'fw_src', scheme => 'none',"
+	  . " forward_to => 'http://127.0.0.1:9/in', forward_secret => 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')");
+like($err, qr/forwarding through pg_net is not supported while webhook_idem.events is distributed/,
+	'register_source refuses forward_to on Citus');
 $coord->safe_psql('postgres',
 	"UPDATE webhook_idem.sources SET order_by = 'preset:stripe' WHERE source = 'sync_src'");
 foreach my $node ($coord, $w1)
