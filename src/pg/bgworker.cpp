@@ -364,12 +364,9 @@ webhook_idem_worker_main(Datum main_arg)
 			 */
 			if (n < max && wi_worker_batch_delay_ms > 0 && OrderedTakes() == ordered_before)
 			{
-				long		secs;
-				int			usecs;
-				long		left_ms;
+				long		left_ms = wi_worker_batch_delay_ms -
+					TimestampDifferenceMilliseconds(leased_at, GetCurrentTimestamp());
 
-				TimestampDifference(leased_at, GetCurrentTimestamp(), &secs, &usecs);
-				left_ms = wi_worker_batch_delay_ms - (secs * 1000 + usecs / 1000);
 				if (left_ms > 0)
 					(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, left_ms,
 									 PG_WAIT_EXTENSION);
