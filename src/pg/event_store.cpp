@@ -25,12 +25,13 @@ static SPIPlanPtr routed_lease_plan = NULL;
 static SPIPlanPtr routed_extend_plan = NULL;
 static SPIPlanPtr routed_busy_bump_plan = NULL;
 
-SPIPlanPtr
-KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+static SPIPlanPtr
+KeepPlanWith(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, int cursor_options)
 {
 	if (*slot == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, const_cast<Oid *>(argtypes));
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, const_cast<Oid *>(argtypes),
+											  cursor_options);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -38,6 +39,18 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 		*slot = plan;
 	}
 	return *slot;
+}
+
+SPIPlanPtr
+KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+{
+	return KeepPlanWith(slot, sql, nargs, argtypes, 0);
+}
+
+SPIPlanPtr
+KeepWalkPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
+{
+	return KeepPlanWith(slot, sql, nargs, argtypes, CURSOR_OPT_FAST_PLAN);
 }
 
 void

@@ -9,6 +9,16 @@
 
 /* Prepares sql once per backend into *slot and returns it. */
 SPIPlanPtr	KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+/*
+ * KeepPlan for a walk of a queue: a statement that reads a queue's rows in
+ * index order and stops early (ORDER BY ... LIMIT, a cursor fetched row by
+ * row). It is planned for its first rows (CURSOR_OPT_FAST_PLAN, weighed by
+ * cursor_tuple_fraction), not for all of them: a queue swings from empty
+ * to a burst faster than autovacuum analyzes it, and statistics taken
+ * while nothing was due made a plan that sorted every due row for each
+ * claim (test/t/042_due_scan_plan.pl).
+ */
+SPIPlanPtr	KeepWalkPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 /* Runs the plan KeepPlan keeps in *slot (read-write, up to count rows);
  * an error "<what> failed" unless SPI answers expected. */
 void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, Datum *args,

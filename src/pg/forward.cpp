@@ -490,7 +490,7 @@ SendDue(const char *epoch, int max)
 	uint64		n;
 	int			rc;
 
-	due_plan = KeepPlan(&due_plan,
+	due_plan = KeepWalkPlan(&due_plan,
 						"SELECT f.id, f.event_id, f.payload, f.payload::pg_catalog.text,"
 						"       s.forward_to, ss.forward_secret"
 						"  FROM webhook_idem.forwards f"

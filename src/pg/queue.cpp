@@ -208,11 +208,13 @@ DueScanNext(DueScan *scan, EventRow *row)
 	/*
 	 * Two statements, so that each plan walks an index in the order asked
 	 * for and stops at the first row it may lock: every due event in order
-	 * of next_attempt_at, or one source's in order of (source,
-	 * next_attempt_at) over events_due_idx, which leads with source. One
-	 * statement for both ("$1 IS NULL OR source = $1") made the planner
-	 * sort all of a source's due events for every event taken, which grows
-	 * with the backlog. Sources passed over are excluded before any row of
+	 * of next_attempt_at over events_due_idx, or one source's in order of
+	 * (source, next_attempt_at) over events_source_due_idx. Both are
+	 * planned for their first rows (KeepWalkPlan): the statistics on hand
+	 * may have been taken while nothing was due. One statement for both
+	 * ("$1 IS NULL OR source = $1") made the planner sort all of a
+	 * source's due events for every event taken, which grows with the
+	 * backlog. Sources passed over are excluded before any row of
 	 * theirs is locked (the cursor is opened again without them). $4
 	 * starts a reopened walk where the last event taken was due. On Citus,
 	 * candidates are read and then locked on their shard instead (without
@@ -236,7 +238,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 
 			if (sqls[ordered][one] == NULL)
 				sqls[ordered][one] = DueScanSql(one != 0, ordered != 0);
-			plan = KeepPlan(&plans[ordered][one], sqls[ordered][one], 4, argtypes);
+			plan = KeepWalkPlan(&plans[ordered][one], sqls[ordered][one], 4, argtypes);
 			for (int i = 0; i < scan->n_skip; i++)
 				elems[i] = Int64GetDatum(scan->skip[i]);
 			args[0] = PointerGetDatum(scan->source);

@@ -1,0 +1,131 @@
+# The due scan (queue.cpp, DueScanNext) is planned for its first rows,
+# whatever the statistics say. A queue swings from empty to a burst and
+# back faster than autovacuum re-analyzes events: statistics gathered
+# while every event was applied say that nothing is due, and a plan made
+# from them for all of its rows sorted every due event (a burst's worth,
+# spilling to disk) for each claim, instead of reading events_due_idx in
+# order and stopping at the first row it may lock. That is what made the
+# in-database workers take 20 to 50 seconds, rather than 2, to drain a
+# burst of 30,000 events in a benchmark run (docs/performance.md).
+#
+# The plans are read from auto_explain's log: every plan the due scan
+# ran with, in sessions (process_pending, claim_next, for every source
+# and for one) and in an in-database worker, must read the due index in
+# order, with no sort of the events.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('due_scan_plan');
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+# No autovacuum: the statistics stay those the test gathered, as they do
+# between two of autovacuum's visits.
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'webhook_idem,auto_explain'
+webhook_idem.database = 'postgres'
+webhook_idem.workers = 0
+autovacuum = off
+auto_explain.log_min_duration = 0
+auto_explain.log_nested_statements = on
+});
+$node->start;
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT NULL::jsonb $$;
+SELECT FROM webhook_idem.register_source(source => 'walk', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure);
+CREATE PROCEDURE queue(prefix text, n int) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..n LOOP
+    PERFORM webhook_idem.apply_event('walk',
+      convert_to(format('{"id": "%s-%s", "pad": "%s"}', prefix, i, repeat('x', 1000)), 'UTF8'));
+    IF i % 100 = 0 THEN COMMIT; END IF;
+  END LOOP;
+END
+$$;
+});
+
+# A first burst, applied; the statistics are gathered once it is: every
+# event applied, none due.
+$node->safe_psql('postgres', "CALL queue('first', 2000)");
+$node->safe_psql('postgres',
+	"SELECT webhook_idem.process_pending(NULL, 1000) FROM generate_series(1, 3)");
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM webhook_idem.events WHERE status = 'applied'"),
+	'2000', 'the first burst is applied');
+$node->safe_psql('postgres', 'ANALYZE webhook_idem.events');
+
+# The next burst, queued under those statistics.
+$node->safe_psql('postgres', "CALL queue('second', 2000)");
+
+# The due scan's plans logged since $offset: [backend pid, plan text].
+sub due_scan_plans
+{
+	my ($offset) = @_;
+	my $log = slurp_file($node->logfile, $offset);
+	my @plans;
+	for my $entry (split /\n(?=\S)/, $log)
+	{
+		next
+		  unless $entry =~ /LOG:  duration: [\d.]+ ms  plan:/
+		  && $entry =~ /Query Text: SELECT id, source, event_id, status,.*FOR UPDATE SKIP LOCKED/;
+		my ($pid) = $entry =~ /\[(\d+)\]/;
+		push @plans, [ $pid, $entry ];
+	}
+	return @plans;
+}
+
+# A plan that reads the due events in order: no sort of events by
+# next_attempt_at (the head rule's sorts of event_order are another
+# matter), and one of the due indexes read.
+sub check_plans
+{
+	my ($what, @plans) = @_;
+	ok(@plans > 0, "$what: the due scan's plans are logged");
+	my @sorted = grep {
+		$_->[1] =~ /Sort Key: (?:events\.)?(?:source, (?:events\.)?)?next_attempt_at/
+	} @plans;
+	is(scalar(@sorted), 0, "$what: no plan sorts the due events")
+	  or diag($sorted[0][1]);
+	my @unordered = grep { $_->[1] !~ /Index Scan using events_(?:source_)?due_idx on events\b/ }
+	  @plans;
+	is(scalar(@unordered), 0, "$what: every plan reads a due index")
+	  or diag($unordered[0][1]);
+}
+
+# Sessions: each call below opens the due scan once or more, for every
+# source or for one.
+my $offset = -s $node->logfile;
+is( $node->safe_psql(
+		'postgres', q{
+SELECT webhook_idem.process_pending(NULL, 5) + webhook_idem.process_pending('walk', 5)
+     + (SELECT count(*) FROM webhook_idem.claim_next(NULL, '1 minute', 5))
+     + (SELECT count(*) FROM webhook_idem.claim_next('walk', '1 minute', 5))
+}),
+	'20',
+	'the sessions took 20 events');
+check_plans('sessions', due_scan_plans($offset));
+
+# An in-database worker drains the rest, its plans made under the same
+# statistics (a restart keeps them).
+$offset = -s $node->logfile;
+$node->append_conf('postgresql.conf', 'webhook_idem.workers = 1');
+$node->restart;
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 0 FROM webhook_idem.events WHERE status = 'queued'"),
+	'the worker drained the burst');
+my $worker_pids = $node->safe_psql('postgres',
+	"SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'");
+my %worker = map { $_ => 1 } split /,/, $worker_pids;
+my @worker_plans = grep { $worker{ $_->[0] } } due_scan_plans($offset);
+check_plans('the worker', @worker_plans);
+
+$node->stop;
+done_testing();
