@@ -40,11 +40,15 @@ CREATE EXTENSION webhook_idem;
 CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT NULL::jsonb $$;
 SELECT FROM webhook_idem.register_source(source => 'walk', scheme => 'none', mode => 'async',
   handler => 'on_event(jsonb)'::regprocedure);
-CREATE PROCEDURE queue(prefix text, n int) LANGUAGE plpgsql AS $$
+SELECT FROM webhook_idem.register_source(source => 'ord', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, entity_from => '$.entity', order_by => '$.v');
+-- n events of source src, as versions 1, 2, ... of 10 entities.
+CREATE PROCEDURE queue(src text, prefix text, n int) LANGUAGE plpgsql AS $$
 BEGIN
   FOR i IN 1..n LOOP
-    PERFORM webhook_idem.apply_event('walk',
-      convert_to(format('{"id": "%s-%s", "pad": "%s"}', prefix, i, repeat('x', 1000)), 'UTF8'));
+    PERFORM webhook_idem.apply_event(src,
+      convert_to(format('{"id": "%s-%s", "entity": "%s-%s", "v": %s, "pad": "%s"}',
+                        prefix, i, prefix, i % 10, i, repeat('x', 1000)), 'UTF8'));
     IF i % 100 = 0 THEN COMMIT; END IF;
   END LOOP;
 END
@@ -52,17 +56,20 @@ $$;
 });
 
 # A first burst, applied; the statistics are gathered once it is: every
-# event applied, none due.
-$node->safe_psql('postgres', "CALL queue('first', 2000)");
+# event applied, every ordered one done, none due.
+$node->safe_psql('postgres', "CALL queue('walk', 'first', 2000)");
+$node->safe_psql('postgres', "CALL queue('ord', 'first', 200)");
 $node->safe_psql('postgres',
-	"SELECT webhook_idem.process_pending(NULL, 1000) FROM generate_series(1, 3)");
+	"SELECT webhook_idem.process_pending(NULL, 1000) FROM generate_series(1, 4)");
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM webhook_idem.events WHERE status = 'applied'"),
-	'2000', 'the first burst is applied');
-$node->safe_psql('postgres', 'ANALYZE webhook_idem.events');
+	'2200', 'the first burst is applied');
+$node->safe_psql('postgres', 'ANALYZE webhook_idem.events, webhook_idem.event_order');
 
-# The next burst, queued under those statistics.
-$node->safe_psql('postgres', "CALL queue('second', 2000)");
+# The next burst, queued under those statistics: ordered events wait
+# behind older versions of their entity.
+$node->safe_psql('postgres', "CALL queue('walk', 'second', 2000)");
+$node->safe_psql('postgres', "CALL queue('ord', 'second', 1000)");
 
 # The due scan's plans logged since $offset: [backend pid, plan text].
 sub due_scan_plans
@@ -82,8 +89,9 @@ sub due_scan_plans
 }
 
 # A plan that reads the due events in order: no sort of events by
-# next_attempt_at (the head rule's sorts of event_order are another
-# matter), and one of the due indexes read.
+# next_attempt_at, and one of the due indexes read; and whose head rule
+# (an ordered event waits behind older unfinished versions of its
+# entity) reads each older version's events row by its primary key.
 sub check_plans
 {
 	my ($what, @plans) = @_;
@@ -97,6 +105,12 @@ sub check_plans
 	  @plans;
 	is(scalar(@unordered), 0, "$what: every plan reads a due index")
 	  or diag($unordered[0][1]);
+	my @scanned = grep {
+		my @pe = $_->[1] =~ /(\w+ Scan(?: using \w+)? on events pe)\b/g;
+		!@pe || grep { $_ ne 'Index Scan using events_pkey on events pe' } @pe
+	} @plans;
+	is(scalar(@scanned), 0, "$what: the head rule reads older versions by their id")
+	  or diag($scanned[0][1]);
 }
 
 # Sessions: each call below opens the due scan once or more, for every
@@ -105,11 +119,12 @@ my $offset = -s $node->logfile;
 is( $node->safe_psql(
 		'postgres', q{
 SELECT webhook_idem.process_pending(NULL, 5) + webhook_idem.process_pending('walk', 5)
+     + webhook_idem.process_pending('ord', 5)
      + (SELECT count(*) FROM webhook_idem.claim_next(NULL, '1 minute', 5))
      + (SELECT count(*) FROM webhook_idem.claim_next('walk', '1 minute', 5))
 }),
-	'20',
-	'the sessions took 20 events');
+	'25',
+	'the sessions took 25 events');
 check_plans('sessions', due_scan_plans($offset));
 
 # An in-database worker drains the rest, its plans made under the same
