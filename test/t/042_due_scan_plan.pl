@@ -94,7 +94,7 @@ sub due_scan_plans
 # entity) reads each older version's events row by its primary key.
 sub check_plans
 {
-	my ($what, @plans) = @_;
+	my ($what, $one_source, @plans) = @_;
 	ok(@plans > 0, "$what: the due scan's plans are logged");
 	my @sorted = grep {
 		$_->[1] =~ /Sort Key: (?:events\.)?(?:source, (?:events\.)?)?next_attempt_at/
@@ -105,6 +105,15 @@ sub check_plans
 	  @plans;
 	is(scalar(@unordered), 0, "$what: every plan reads a due index")
 	  or diag($unordered[0][1]);
+	# One source's walk reads that source's due events only.
+	if ($one_source)
+	{
+		my @one = grep { $_->[1] =~ /Query Text: .*source OPERATOR\(pg_catalog\.=\) \$1/ } @plans;
+		ok(@one > 0, "$what: one source's walks are logged");
+		my @wide = grep { $_->[1] !~ /Index Scan using events_source_due_idx on events\b/ } @one;
+		is(scalar(@wide), 0, "$what: one source's walk reads events_source_due_idx")
+		  or diag($wide[0][1]);
+	}
 	my @scanned = grep {
 		my @pe = $_->[1] =~ /(\w+ Scan(?: using \w+)? on events pe)\b/g;
 		!@pe || grep { $_ ne 'Index Scan using events_pkey on events pe' } @pe
@@ -125,7 +134,7 @@ SELECT webhook_idem.process_pending(NULL, 5) + webhook_idem.process_pending('wal
 }),
 	'25',
 	'the sessions took 25 events');
-check_plans('sessions', due_scan_plans($offset));
+check_plans('sessions', 1, due_scan_plans($offset));
 
 # An in-database worker drains the rest, its plans made under the same
 # statistics (a restart keeps them).
@@ -140,7 +149,8 @@ my $worker_pids = $node->safe_psql('postgres',
 	"SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'");
 my %worker = map { $_ => 1 } split /,/, $worker_pids;
 my @worker_plans = grep { $worker{ $_->[0] } } due_scan_plans($offset);
-check_plans('the worker', @worker_plans);
+# (A worker serves every source: it never walks one source's events.)
+check_plans('the worker', 0, @worker_plans);
 
 $node->stop;
 done_testing();
