@@ -350,6 +350,7 @@ RecordOrderApplied(int64 id, const char *source, const char *event_id, const WiO
 			" WHERE id OPERATOR(pg_catalog.=) $1 AND NOT done",
 			1, done_types, &idarg, NULL, 0, SPI_OK_UPDATE,
 			"recording the event's order");
+	NoteOrderAdvance();
 }
 
 bool
@@ -392,6 +393,7 @@ RecordStaleEvent(int64 id, const char *detail)
 			" WHERE id OPERATOR(pg_catalog.=) $1",
 			2, argtypes, args, NULL, 0, SPI_OK_UPDATE,
 			"recording a stale event");
+	NoteOrderAdvance();
 }
 
 WiOrderTake

@@ -49,6 +49,7 @@ BuryExpiredLease(const EventRow *row)
 				  psprintf("%s%slease expired on the last attempt",
 						   row->last_error ? row->last_error : "", row->last_error ? "; " : ""),
 				  false, NULL, NULL);
+	NoteOrderAdvance();			/* a dead event holds no entity back */
 }
 
 void
@@ -251,7 +252,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 			if (scan->portal == NULL)
 				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
 			scan->fetched = 0;
-			scan->ordered_at_open = OrderedTakes();
+			scan->advances_at_open = OrderAdvances();
 			pfree(elems);
 		}
 		SPI_cursor_fetch(scan->portal, true, 1);
@@ -264,25 +265,39 @@ DueScanNext(DueScan *scan, EventRow *row)
 			return row->id;
 		}
 		/* Walked to its end: there is no more, unless its LIMIT ended it
-		 * (walk on from where it was), or an ordered event was taken since
-		 * it was opened: the entity's next version, which the cursor's
-		 * snapshot saw behind it, may be its head now (walk again from the
-		 * start; each such walk follows a take, so this ends). */
+		 * (walk on from where it was), or an entity's head moved on since
+		 * it was opened (OrderAdvances): the entity's next version, which
+		 * the cursor's snapshot saw behind it, may be its head now (walk
+		 * again from the start; each such walk follows an event finished
+		 * for good, so this ends). */
 		DueScanEnd(scan);
 		if (scan->fetched >= WI_DUE_WALK)
 			continue;
-		if (OrderedTakes() == scan->ordered_at_open)
+		if (OrderAdvances() == scan->advances_at_open)
 			return 0;
 		TIMESTAMP_NOBEGIN(scan->after);
 	}
 }
 
 static uint64 ordered_takes = 0;
+static uint64 order_advances = 0;
 
 uint64
 OrderedTakes(void)
 {
 	return ordered_takes;
+}
+
+void
+NoteOrderAdvance(void)
+{
+	order_advances++;
+}
+
+uint64
+OrderAdvances(void)
+{
+	return order_advances;
 }
 
 bool
@@ -354,6 +369,8 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
 	if (ordered && status == WI_APPLIED)
 		RecordOrderApplied(row->id, row->source, row->event_id, &key);
+	if (status == WI_DEAD)
+		NoteOrderAdvance();	/* a dead event holds no entity back */
 	return status;
 }
 

@@ -84,7 +84,7 @@ typedef struct DueScan
 	TimestampTz after;			/* due no earlier than the last one taken */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
-	uint64		ordered_at_open;	/* OrderedTakes() when the cursor was opened */
+	uint64		advances_at_open;	/* OrderAdvances() when the cursor was opened */
 } DueScan;
 
 /* Starts a walk over the due events of source (NULL: every source). */
@@ -119,10 +119,18 @@ void		DueScanSkipSource(DueScan *scan, const char *source_name);
 bool		TakeDueEvent(const EventRow *row, WiSource **src);
 
 /* How many events of ordered sources TakeDueEvent has taken in this
- * backend: the due scan walks again from its start after one, since the
- * head rule its cursor read (with the cursor's snapshot) may now admit the
- * entity's next version. */
+ * backend (the in-database workers' pacing reads it). */
 uint64		OrderedTakes(void);
+
+/* An entity's head may have moved on: this backend finished an event that
+ * may have held newer versions back (an ordered event applied or recorded
+ * stale, or any event dead). The due scan walks again from its start after
+ * one, since the head rule its cursor read (with the cursor's snapshot)
+ * may now admit the entity's next version. A take that only leases the
+ * head (a claim) moves nothing: its entity's next version stays behind a
+ * processing event, and a second walk would find nothing new. */
+void		NoteOrderAdvance(void);
+uint64		OrderAdvances(void);
 
 /* Runs the handler for the next attempt of a known event and records how
  * it went: applied, failed or dead. With delivery, the attempt came

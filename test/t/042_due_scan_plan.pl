@@ -136,6 +136,23 @@ SELECT webhook_idem.process_pending(NULL, 5) + webhook_idem.process_pending('wal
 	'the sessions took 25 events');
 check_plans('sessions', 1, due_scan_plans($offset));
 
+# How often a call walks the due events. process_pending applies each
+# ordered event it takes, which lets the entity's next version through:
+# it walks again from the start, and takes 16 of 10 entities. A claim only
+# leases the heads, behind which the next versions stay: one walk, which
+# takes one event per entity (leased for a second: then the worker below
+# takes them again).
+$offset = -s $node->logfile;
+is($node->safe_psql('postgres', "SELECT webhook_idem.process_pending('ord', 16)"),
+	'16', 'process_pending takes the next versions of the entities it applied');
+cmp_ok(scalar(due_scan_plans($offset)), '>=', 2, 'process_pending walked again after applying');
+$offset = -s $node->logfile;
+is( $node->safe_psql(
+		'postgres', "SELECT count(*) FROM webhook_idem.claim_next('ord', '1 second', 16)"),
+	'10',
+	'a claim takes the head of each of the 10 entities');
+is(scalar(due_scan_plans($offset)), 1, 'a claim of ordered events walks once');
+
 # An in-database worker drains the rest, its plans made under the same
 # statistics (a restart keeps them).
 $offset = -s $node->logfile;
