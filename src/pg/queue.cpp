@@ -252,7 +252,11 @@ DueScanNext(DueScan *scan, EventRow *row)
 			if (scan->portal == NULL)
 				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
 			scan->fetched = 0;
-			scan->advances_at_open = OrderAdvances();
+			/* Counted from the walk's start: a walk reopened part way
+			 * (after its LIMIT, or without a source) keeps what the part
+			 * before it let through. */
+			if (TIMESTAMP_IS_NOBEGIN(scan->after))
+				scan->advances_at_open = OrderAdvances();
 			pfree(elems);
 		}
 		SPI_cursor_fetch(scan->portal, true, 1);
@@ -266,10 +270,12 @@ DueScanNext(DueScan *scan, EventRow *row)
 		}
 		/* Walked to its end: there is no more, unless its LIMIT ended it
 		 * (walk on from where it was), or an entity's head moved on since
-		 * it was opened (OrderAdvances): the entity's next version, which
-		 * the cursor's snapshot saw behind it, may be its head now (walk
-		 * again from the start; each such walk follows an event finished
-		 * for good, so this ends). */
+		 * the walk started (OrderAdvances): the entity's next version,
+		 * which the cursor's snapshot saw behind it, may be its head now
+		 * (walk again from the start). Advances are noted by the callers
+		 * between two calls, never during one: a walk again that meets
+		 * none returns, so one call walks at most twice, and each call
+		 * uses something up (a take, a skip, a burial). */
 		DueScanEnd(scan);
 		if (scan->fetched >= WI_DUE_WALK)
 			continue;
@@ -369,7 +375,7 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 				  delivery || status != WI_FAILED ? NULL : &src->backoff, NULL);
 	if (ordered && status == WI_APPLIED)
 		RecordOrderApplied(row->id, row->source, row->event_id, &key);
-	if (status == WI_DEAD)
+	if (ordered && status == WI_DEAD)
 		NoteOrderAdvance();	/* a dead event holds no entity back */
 	return status;
 }
@@ -554,6 +560,8 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 					  status == WI_FAILED ? &src->backoff : NULL,
 					  status == WI_FAILED ? retry_in : NULL);
 		answer = status == WI_DEAD ? "dead" : "retrying";
+		if (status == WI_DEAD && src->ordering != NULL)
+			NoteOrderAdvance();	/* for a walk this handler runs within */
 	}
 	SPI_finish();
 	if (answer == NULL)

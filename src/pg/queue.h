@@ -123,8 +123,8 @@ bool		TakeDueEvent(const EventRow *row, WiSource **src);
 uint64		OrderedTakes(void);
 
 /* An entity's head may have moved on: this backend finished an event that
- * may have held newer versions back (an ordered event applied or recorded
- * stale, or any event dead). The due scan walks again from its start after
+ * may have held newer versions back (an ordered event applied, recorded
+ * stale or dead; a lease buried on its last attempt). The due scan walks again from its start after
  * one, since the head rule its cursor read (with the cursor's snapshot)
  * may now admit the entity's next version. A take that only leases the
  * head (a claim) moves nothing: its entity's next version stays behind a
