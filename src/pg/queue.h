@@ -84,7 +84,7 @@ typedef struct DueScan
 	TimestampTz after;			/* due no earlier than the last one taken */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
-	uint64		advances_at_open;	/* OrderAdvances() when the cursor was opened */
+	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
 } DueScan;
 
 /* Starts a walk over the due events of source (NULL: every source). */
@@ -124,11 +124,12 @@ uint64		OrderedTakes(void);
 
 /* An entity's head may have moved on: this backend finished an event that
  * may have held newer versions back (an ordered event applied, recorded
- * stale or dead; a lease buried on its last attempt). The due scan walks again from its start after
- * one, since the head rule its cursor read (with the cursor's snapshot)
- * may now admit the entity's next version. A take that only leases the
- * head (a claim) moves nothing: its entity's next version stays behind a
- * processing event, and a second walk would find nothing new. */
+ * stale or dead; a lease buried on its last attempt). The due scan walks
+ * again from its start after one, since the head rule its cursor read
+ * (with the cursor's snapshot) may now admit the entity's next version. A
+ * take that only leases the head (a claim) moves nothing: its entity's
+ * next version stays behind a processing event, and a second walk would
+ * find nothing new. */
 void		NoteOrderAdvance(void);
 uint64		OrderAdvances(void);
 
