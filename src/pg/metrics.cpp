@@ -6,6 +6,7 @@
  * dead letters) are read from the events table under the extension
  * owner's rights.
  */
+#include "pg/queue.h"
 #include "pg/shared_state.h"
 
 extern "C" {
@@ -115,7 +116,7 @@ AppendGauges(StringInfo out)
 						   "          pg_catalog.min(e.next_attempt_at) FILTER"
 						   "          (WHERE e.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now())) AS oldest_due"
 						   "   FROM webhook_idem.events e"
-						   "  WHERE e.status OPERATOR(pg_catalog.=) ANY ('{queued,processing,failed}')"
+						   "  WHERE e.status OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")"
 						   "  GROUP BY e.source) w ON w.source OPERATOR(pg_catalog.=) s.source"
 						   " LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS dead"
 						   "   FROM webhook_idem.events e WHERE e.status OPERATOR(pg_catalog.=) 'dead'"
