@@ -6,6 +6,7 @@
  * dead letters) are read from the events table under the extension
  * owner's rights.
  */
+#include "pg/event_store.h"
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 
@@ -99,35 +100,28 @@ AppendGauges(StringInfo out)
 		"Age of the oldest event that is due for a worker now (0 if none), by source.",
 		"Events whose attempts are exhausted (webhook_idem.dead_letters), by source."
 	};
-	SPIPlanPtr	plan;
 	int			rc;
 
-	if (gauges_plan == NULL)
-	{
-		/* Both aggregates read only the partial indexes of unfinished and
-		 * dead events, never the applied ones. */
-		plan = SPI_prepare("SELECT s.source,"
-						   " coalesce(w.waiting, 0)::pg_catalog.float8,"
-						   " coalesce(w.oldest_due, 0)::pg_catalog.float8,"
-						   " coalesce(d.dead, 0)::pg_catalog.float8"
-						   " FROM webhook_idem.sources s"
-						   " LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS waiting,"
-						   "        pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-)"
-						   "          pg_catalog.min(e.next_attempt_at) FILTER"
-						   "          (WHERE e.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now())) AS oldest_due"
-						   "   FROM webhook_idem.events e"
-						   "  WHERE e.status OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")"
-						   "  GROUP BY e.source) w ON w.source OPERATOR(pg_catalog.=) s.source"
-						   " LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS dead"
-						   "   FROM webhook_idem.events e WHERE e.status OPERATOR(pg_catalog.=) 'dead'"
-						   "  GROUP BY e.source) d ON d.source OPERATOR(pg_catalog.=) s.source"
-						   " ORDER BY s.source",
-						   0, NULL);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		gauges_plan = plan;
-	}
+	/* Both aggregates read only the partial indexes of unfinished and dead
+	 * events, never the applied ones. */
+	(void) KeepPlan(&gauges_plan,
+					"SELECT s.source,"
+					" coalesce(w.waiting, 0)::pg_catalog.float8,"
+					" coalesce(w.oldest_due, 0)::pg_catalog.float8,"
+					" coalesce(d.dead, 0)::pg_catalog.float8"
+					" FROM webhook_idem.sources s"
+					" LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS waiting,"
+					"        pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-)"
+					"          pg_catalog.min(e.next_attempt_at) FILTER"
+					"          (WHERE e.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now())) AS oldest_due"
+					"   FROM webhook_idem.events e"
+					"  WHERE e.status OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")"
+					"  GROUP BY e.source) w ON w.source OPERATOR(pg_catalog.=) s.source"
+					" LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS dead"
+					"   FROM webhook_idem.events e WHERE e.status OPERATOR(pg_catalog.=) 'dead'"
+					"  GROUP BY e.source) d ON d.source OPERATOR(pg_catalog.=) s.source"
+					" ORDER BY s.source",
+					0, NULL);
 	rc = SPI_execute_plan(gauges_plan, NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading the queue failed: %s", SPI_result_code_string(rc));

@@ -8,6 +8,7 @@
  * whatever the caller's isolation level. A source that cannot be loaded is
  * cached as misconfigured, with the reason.
  */
+#include "pg/event_store.h"
 #include "pg/ordering.h"
 #include "pg/verify.h"
 
@@ -411,25 +412,21 @@ LoadSource(const char *name)
 
 	if (load_plans[v020] == NULL)
 	{
-		Oid			argtypes[1] = {TEXTOID};
-		SPIPlanPtr	plan = SPI_prepare(psprintf(
-												"SELECT s.scheme, s.handler,"
-												" s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
-												" s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
-												" s.handler_search_path, ss.secrets, %s"
-												" FROM webhook_idem.sources s"
-									   " LEFT JOIN webhook_idem.source_secrets ss"
-									   "   ON ss.source OPERATOR(pg_catalog.=) s.source"
-									   " WHERE s.source OPERATOR(pg_catalog.=) $1",
-												v020 ? "s.items_from, s.entity_from, s.order_by, s.payload_retention"
-												: "NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
-												" NULL::pg_catalog.interval"),
-									   1, argtypes);
+		static const Oid argtypes[1] = {TEXTOID};
 
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		load_plans[v020] = plan;
+		(void) KeepPlan(&load_plans[v020],
+						psprintf("SELECT s.scheme, s.handler,"
+								 " s.mode, s.tolerance, s.on_concurrent, s.max_attempts, s.backoff,"
+								 " s.event_id_from, s.options, s.handler_owner::pg_catalog.oid,"
+								 " s.handler_search_path, ss.secrets, %s"
+								 " FROM webhook_idem.sources s"
+								 " LEFT JOIN webhook_idem.source_secrets ss"
+								 "   ON ss.source OPERATOR(pg_catalog.=) s.source"
+								 " WHERE s.source OPERATOR(pg_catalog.=) $1",
+								 v020 ? "s.items_from, s.entity_from, s.order_by, s.payload_retention"
+								 : "NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
+								 " NULL::pg_catalog.interval"),
+						1, argtypes);
 	}
 	rc = SPI_execute_snapshot(load_plans[v020], &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							  true, false, 1);
