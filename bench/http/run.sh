@@ -7,6 +7,8 @@
 #   idem_sync   examples/express/server.js -> apply_event on the sync source
 #   idem_async  examples/express/server.js -> apply_event on the async source,
 #               applied by the in-database workers
+#   idem_sync_node  bench/http/node_layer.js (the same layer on node:http, no
+#               framework: what Express costs) -> apply_event on the sync source
 #   seed_queue  bench/http/seed2/server.js + 2 seed2/worker.js (Express,
 #               ioredis, pg, Redis: the second seed, re-created)
 # and each run counts events applied per second end to end (distinct events
@@ -17,11 +19,13 @@
 # and stops everything it started, whatever happens.
 #
 # Usage: bench/http/run.sh [--quick] [--seconds S] [--rounds N] [--threads N]
-#          [--connections N] [--dup-rate R] [--pipelines "idem_sync idem_async seed_queue"]
+#          [--connections N] [--dup-rate R]
+#          [--pipelines "idem_sync idem_sync_node idem_async seed_queue"]
 #          [--keep-logs]
 # `make bench` runs it (QUICK=1: --quick, under 3 minutes); `make bench-http` alone.
 # NODE_FLAGS (environment): extra node flags for the pipelines' processes,
-# e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof -r ./exit-on-sigterm.js".
+# e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (the processes are stopped with
+# SIGTERM: add "-r F", F a file that calls process.exit on it, to get the profile).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,7 +36,7 @@ SECRET="whsec_bench_7f3a9c2e5b1d4f6a8c0e2b4d6f8a1c3e"
 ACCOUNTS=10000
 
 QUICK=0 SECONDS_RUN="" ROUNDS="" THREADS=2 CONNECTIONS=16 DUP_RATE=0.1 KEEP=0
-PIPELINES="idem_sync idem_async seed_queue"
+PIPELINES="idem_sync idem_sync_node idem_async seed_queue"
 NODE_FLAGS=${NODE_FLAGS:-}
 while (($#)); do
   case "$1" in
@@ -44,7 +48,7 @@ while (($#)); do
     --dup-rate) DUP_RATE=$2; shift ;;
     --pipelines) PIPELINES=$2; shift ;;
     --keep-logs) KEEP=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "http bench: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -167,11 +171,13 @@ start_pipeline() {
   local out="$WORK/$1.out"
   : >"$out"
   case $1 in
-    idem_sync|idem_async)
+    idem_sync|idem_async|idem_sync_node)
+      local layer="$ROOT/examples/express/server.js"
       DB=bench URL_PATH=/webhooks/bench_sync
       [[ $1 == idem_async ]] && DB=bench_bgw URL_PATH=/webhooks/bench_async
+      [[ $1 == idem_sync_node ]] && layer="$HTTP/node_layer.js"
       PGHOST=127.0.0.1 PGPORT=$PGPORT PGDATABASE=$DB PGUSER=bench_http \
-        node $NODE_FLAGS "$ROOT/examples/express/server.js" 0 >"$out" 2>>"$WORK/$1.log" &
+        node $NODE_FLAGS "$layer" 0 >"$out" 2>>"$WORK/$1.log" &
       PIDS+=($!) ;;
     seed_queue)
       DB=bench URL_PATH=/webhooks/stripe
