@@ -56,6 +56,51 @@ SELECT pg_temp.d('g') AS renamed;
 SELECT pg_temp.err('SELECT webhook_idem.process_pending()') AS renamed;
 ALTER TYPE webhook_idem.event_status RENAME VALUE 'failing' TO 'failed';
 SELECT pg_temp.d('g') AS g, pg_temp.d('g') AS g_again;
+-- 3. NOT NULL dropped. A NULL the owner stores where the extension
+--    declares NOT NULL is refused where it is read, with 22004 naming the
+--    column: the source is misconfigured (500, nothing recorded), a read of
+--    the event or its order row is an error of the call; never a crash.
+CREATE SCHEMA am;
+CREATE FUNCTION am.on_event(p jsonb) RETURNS void LANGUAGE sql AS 'SELECT';
+CREATE FUNCTION pg_temp.nn(id text, v int) RETURNS text LANGUAGE sql AS $$
+  SELECT regexp_replace(pg_temp.err(format('SELECT webhook_idem.apply_event(%L, %L)', 'am_nn',
+                            jsonb_build_object('id', id, 'e', 'E', 'v', v)::text)), 'event \d+', 'event N') $$;
+CREATE FUNCTION pg_temp.nn_status(id text, v int) RETURNS text LANGUAGE sql AS $$
+  SELECT status || ' ' || http_status || coalesce(': ' || detail, '') FROM webhook_idem.apply_event('am_nn',
+    convert_to(jsonb_build_object('id', id, 'e', 'E', 'v', v)::text, 'UTF8')) $$;
+SELECT source FROM webhook_idem.register_source('am_nn', 'none', handler => 'am.on_event(jsonb)',
+       mode => 'async', entity_from => '$.e', order_by => '$.v');
+SELECT pg_temp.nn_status('n1', 1) AS n1;
+ALTER TABLE webhook_idem.sources ALTER COLUMN handler_search_path DROP NOT NULL,
+  ALTER COLUMN backoff DROP NOT NULL, ALTER COLUMN scheme DROP NOT NULL;
+UPDATE webhook_idem.sources SET handler_search_path = NULL WHERE source = 'am_nn';
+SELECT pg_temp.nn_status('n2', 2) AS search_path_null;
+UPDATE webhook_idem.sources SET handler_search_path = '', backoff = NULL WHERE source = 'am_nn';
+SELECT pg_temp.nn_status('n2', 2) AS backoff_null;
+UPDATE webhook_idem.sources SET backoff = '1 minute', scheme = NULL WHERE source = 'am_nn';
+SELECT pg_temp.nn_status('n2', 2) AS scheme_null;
+UPDATE webhook_idem.sources SET scheme = 'none' WHERE source = 'am_nn';
+SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'am_nn';
+-- The event's row: its redelivery and the workers' read of it.
+ALTER TABLE webhook_idem.events ALTER COLUMN body_sha256 DROP NOT NULL;
+UPDATE webhook_idem.events SET body_sha256 = NULL WHERE source = 'am_nn' AND event_id = 'n1';
+SELECT pg_temp.nn('n1', 1) AS redelivery;
+SELECT regexp_replace(pg_temp.err($$SELECT webhook_idem.process_pending('am_nn', 10)$$), 'event \d+', 'event N') AS worker;
+UPDATE webhook_idem.events SET body_sha256 = sha256('{}') WHERE source = 'am_nn' AND event_id = 'n1';
+-- Its order row, and its entity's mark.
+ALTER TABLE webhook_idem.event_order ALTER COLUMN version DROP NOT NULL;
+UPDATE webhook_idem.event_order SET version = NULL
+ WHERE id = (SELECT id FROM webhook_idem.events WHERE source = 'am_nn' AND event_id = 'n1');
+SELECT regexp_replace(pg_temp.err($$SELECT webhook_idem.process_pending('am_nn', 10)$$), 'event \d+', 'event N') AS worker;
+UPDATE webhook_idem.event_order SET version = 1
+ WHERE id = (SELECT id FROM webhook_idem.events WHERE source = 'am_nn' AND event_id = 'n1');
+SELECT webhook_idem.process_pending('am_nn', 10) AS applied;
+ALTER TABLE webhook_idem.entity_versions ALTER COLUMN version DROP NOT NULL;
+UPDATE webhook_idem.entity_versions SET version = NULL WHERE source = 'am_nn';
+SELECT pg_temp.nn('n0', 0) AS older;
+SELECT webhook_idem.drop_source('am_nn', force => true);
+DROP SCHEMA am CASCADE;
+
 SELECT webhook_idem.drop_source('am', force => true);
 -- The added label cannot be dropped: a fresh extension for the tests after.
 DROP EXTENSION webhook_idem;

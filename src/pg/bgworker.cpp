@@ -174,10 +174,10 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 			ev.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 			ev.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 			base = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-			source = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+			source = TextDatumGetCString(SpiNotNull(tup, desc, 4, "events"));
 			ev.source = MemoryContextStrdup(batch_cxt, source);
 			ev.event_id = MemoryContextStrdup(batch_cxt,
-											  TextDatumGetCString(SPI_getbinval(tup, desc, 5, &isnull)));
+											  TextDatumGetCString(SpiNotNull(tup, desc, 5, "events")));
 			src = LookupSource(source);
 			/* (A source gone meanwhile: its apply finds nothing to do.) */
 			ev.last = src == NULL || AttemptsExhausted(src, ev.attempt, base);

@@ -243,7 +243,6 @@ EventKeyOf(int64 id)
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[1] = {INT8OID};
 	Datum		arg = Int64GetDatum(id);
-	bool		isnull;
 	char	   *key;
 	int			rc;
 
@@ -259,7 +258,7 @@ EventKeyOf(int64 id)
 		elog(ERROR, "finding event failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return NULL;
-	key = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	key = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, "events"));
 	RememberEventKey(id, key);
 	return key;
 }

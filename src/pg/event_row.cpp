@@ -243,6 +243,16 @@ EventColumnList(void)
 void
 EventRowFromValues(EventRow *row, const Datum *v, const bool *n)
 {
+	/* The extension declares these NOT NULL; its owner can drop that
+	 * (ALTER TABLE) and store a NULL. Refused here, where the row is
+	 * used, rather than read as a null pointer. */
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		if (n[c] && !event_columns[c].nullable)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("webhook_idem.events.%s is NULL in the row of event %s",
+							event_columns[c].name,
+							n[COL_ID] ? "(no id)" : psprintf(INT64_FORMAT, DatumGetInt64(v[COL_ID])))));
 	row->id = DatumGetInt64(v[COL_ID]);
 	row->source = TextDatumGetCString(v[COL_SOURCE]);
 	row->event_id = TextDatumGetCString(v[COL_EVENT_ID]);

@@ -41,6 +41,20 @@ KeepPlanWith(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, 
 	return *slot;
 }
 
+Datum
+SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("webhook_idem.%s.%s is NULL", table, SPI_fname(desc, col)),
+				 errdetail("The extension declares the column NOT NULL.")));
+	return d;
+}
+
 SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 {

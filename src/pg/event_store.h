@@ -24,6 +24,12 @@ SPIPlanPtr	KeepWalkPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid 
 void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, Datum *args,
 					const char *nulls, long count, int expected, const char *what);
 
+/* Column col of SPI result row tup, a value the extension's table declares
+ * NOT NULL: its owner can drop that (ALTER TABLE) and store a NULL, which
+ * raises 22004 naming table.column here, where it is used, rather than
+ * being read as a null pointer or a zero. */
+Datum		SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table);
+
 /* The SELECT list of every event read: the model's columns, then xmin. */
 const char *EventReadList(void);
 

@@ -289,7 +289,6 @@ RelayEpoch(Oid pg_net)
 {
 	static SPIPlanPtr get_plan = NULL;
 	static SPIPlanPtr put_plan = NULL;
-	bool		isnull;
 
 	for (int pass = 0; pass < 2; pass++)
 	{
@@ -299,8 +298,8 @@ RelayEpoch(Oid pg_net)
 				"reading the relay epoch");
 		if (SPI_processed == 1)
 			return psprintf("%s/%u",
-							TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-															  SPI_tuptable->tupdesc, 1, &isnull)),
+							TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, "_relay_epoch")),
 							pg_net);
 		RunKept(&put_plan,
 				"INSERT INTO webhook_idem._relay_epoch (epoch)"
@@ -422,7 +421,7 @@ SettleSent(const char *epoch, int max)
 		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		int32		used = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		int32		max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		Interval   *backoff = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+		Interval   *backoff = DatumGetIntervalP(SpiNotNull(tup, desc, 4, "sources"));
 		bool		same_epoch = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		bool		queued = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 		bool		answered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));

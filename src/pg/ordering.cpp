@@ -281,7 +281,6 @@ OrderKeyIsStale(const char *source, const WiOrderKey *key, bool lock, char **det
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		args[2] = {CStringGetTextDatum(source), CStringGetTextDatum(key->entity)};
-	bool		isnull;
 	Datum		mark;
 
 	RunKept(&plans[lock ? 1 : 0],
@@ -296,7 +295,7 @@ OrderKeyIsStale(const char *source, const WiOrderKey *key, bool lock, char **det
 			"reading the entity's version");
 	if (SPI_processed == 0)
 		return false;
-	mark = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	mark = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, "entity_versions");
 	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, key->version, mark)) >= 0)
 		return false;			/* newer, or equal: both are applied */
 	*detail = psprintf("entity \"%s\" is at version %s (event \"%s\"); this event's version is %s",
@@ -359,7 +358,6 @@ LoadEventOrder(int64 id, WiOrderKey *key)
 	static SPIPlanPtr plan = NULL;
 	static const Oid argtypes[1] = {INT8OID};
 	Datum		arg = Int64GetDatum(id);
-	bool		isnull;
 
 	memset(key, 0, sizeof(*key));
 	RunKept(&plan,
@@ -369,8 +367,9 @@ LoadEventOrder(int64 id, WiOrderKey *key)
 			"reading the event's order");
 	if (SPI_processed == 0)
 		return false;
-	key->entity = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	key->version = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	key->entity = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+													 "event_order"));
+	key->version = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, "event_order");
 	key->version = PointerGetDatum(SPI_datumTransfer(key->version, false, -1));
 	key->version_text = NumericText(key->version);
 	return true;

@@ -165,8 +165,8 @@ DistributedDueScanNext(DueScan *scan, EventRow *row)
 		if (SPI_processed == 0)
 			return 0;
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		RememberEventKey(id, TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 3, &isnull)));
+		RememberEventKey(id, TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 3, "events")));
 		if (LockEventRow(id, true, row))
 			return id;
 		DueScanSkipEvent(scan, id);

@@ -291,7 +291,7 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	bool		isnull;
 	Datum		d;
 
-	src->scheme = SchemeByName(TextDatumGetCString(SPI_getbinval(tup, desc, COL_SCHEME, &isnull)));
+	src->scheme = SchemeByName(TextDatumGetCString(SpiNotNull(tup, desc, COL_SCHEME, "sources")));
 	d = SPI_getbinval(tup, desc, COL_HANDLER, &isnull);
 	src->handler_name = isnull ? NULL : TextDatumGetCString(d);
 	src->handler = InvalidOid;
@@ -308,12 +308,12 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		if (!fc->isnull)
 			src->handler = DatumGetObjectId(d);
 	}
-	src->async = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_MODE, &isnull)), "async") == 0;
-	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SPI_getbinval(tup, desc, COL_TOLERANCE, &isnull)));
-	src->conflict = strcmp(TextDatumGetCString(SPI_getbinval(tup, desc, COL_ON_CONCURRENT, &isnull)),
+	src->async = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_MODE, "sources")), "async") == 0;
+	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SpiNotNull(tup, desc, COL_TOLERANCE, "sources")));
+	src->conflict = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_ON_CONCURRENT, "sources")),
 						   "conflict") == 0;
-	src->max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, COL_MAX_ATTEMPTS, &isnull));
-	src->backoff = *DatumGetIntervalP(SPI_getbinval(tup, desc, COL_BACKOFF, &isnull));
+	src->max_attempts = DatumGetInt32(SpiNotNull(tup, desc, COL_MAX_ATTEMPTS, "sources"));
+	src->backoff = *DatumGetIntervalP(SpiNotNull(tup, desc, COL_BACKOFF, "sources"));
 	d = SPI_getbinval(tup, desc, COL_EVENT_ID_FROM, &isnull);
 	if (!isnull)
 		ParseEventIdRule(TextDatumGetCString(d), &src->id_primary, false, cxt);
@@ -367,12 +367,12 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	d = SPI_getbinval(tup, desc, COL_OPTIONS, &isnull);
 	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac,
 					   &src->verify_token, cxt);
-	src->owner = DatumGetObjectId(SPI_getbinval(tup, desc, COL_OWNER, &isnull));
+	src->owner = DatumGetObjectId(SpiNotNull(tup, desc, COL_OWNER, "sources"));
 	{
 		/* The handler's search_path: the registered one (which must not
 		 * name a temporary schema), pg_temp last so that no session's
 		 * temporary objects shadow what it uses. */
-		char	   *registered = TextDatumGetCString(SPI_getbinval(tup, desc, COL_SEARCH_PATH, &isnull));
+		char	   *registered = TextDatumGetCString(SpiNotNull(tup, desc, COL_SEARCH_PATH, "sources"));
 
 		CheckHandlerSearchPath(registered);
 		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
