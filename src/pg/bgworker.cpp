@@ -226,6 +226,74 @@ ApplyOne(const ClaimedEvent *ev)
 }
 
 /*
+ * Records the claimed event's attempt as failed, with the error that ended
+ * it, in a transaction of its own (under the claim's fencing token, as
+ * fail() does: retried after the source's backoff, or dead once
+ * exhausted).
+ */
+static void
+RecordWorkerFailure(const ClaimedEvent *ev, const char *error)
+{
+	static const Oid argtypes[3] = {INT8OID, INT4OID, TEXTOID};
+	static SPIPlanPtr plan = NULL;
+	Datum		args[3] = {Int64GetDatum(ev->id), Int32GetDatum(ev->attempt),
+	CStringGetTextDatum(error)};
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (EventsDistributed())
+		RememberEventKey(ev->id, ev->event_id);
+	RunKept(&plan, "SELECT webhook_idem.fail($1, $2, $3, NULL)", 3, argtypes, args, NULL, 1,
+			SPI_OK_SELECT, "recording a failed attempt");
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
+ * ApplyOne, with an error that escapes it (a cancel, pg_cancel_backend()
+ * or a handler raising query_canceled itself, which RunHandler re-raises as
+ * a session's call would; anything else its rules let through) ending
+ * that event's attempt only: the transaction is rolled back, the attempt
+ * recorded as failed, and the worker goes on with the rest of its claim.
+ * Left to end the process, one such event cost every other event of the
+ * claim an attempt, a last one included. (FATAL, e.g. a SIGTERM, still
+ * ends the process.) No C++ object lives in the frames the error leaves.
+ */
+static void
+ApplyOneGuarded(const ClaimedEvent *ev)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		ApplyOne(ev);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *error;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(cxt);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		error = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
+		ereport(LOG,
+				(errmsg("webhook_idem worker: the attempt on event %lld failed: %s",
+						(long long) ev->id, error)));
+		FreeErrorData(edata);
+		RecordWorkerFailure(ev, error);
+		pfree(error);
+	}
+	PG_END_TRY();
+}
+
+/*
  * Renews the leases of the claimed events still waiting for their turn
  * (each only if the claim is still this worker's), in a transaction of
  * its own: while the worker lives, no one takes them over. Its commit
@@ -337,7 +405,7 @@ webhook_idem_worker_main(Datum main_arg)
 				}
 				started = GetCurrentTimestamp();
 
-				ApplyOne(&claimed[i]);
+				ApplyOneGuarded(&claimed[i]);
 				if (++applied % 100 == 0)
 					ForwardInWorker();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);

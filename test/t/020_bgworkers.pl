@@ -2,7 +2,9 @@
 # The in-database workers (shared_preload_libraries = 'webhook_idem'):
 # they start with the server, are woken through their latch when events
 # are queued, drain a burst with nothing lost or doubled, park a poisoned
-# event as dead, obey webhook_idem.handler_timeout, count an attempt that
+# event as dead, fail only the attempt of an event whose handler was
+# cancelled (the worker goes on with its claim), obey
+# webhook_idem.handler_timeout, count an attempt that
 # was killed mid-handler (kill -9:
 # the claim was committed before the handler ran) and apply the event once
 # after the restart, and come back after a server restart. metrics() shows
@@ -47,6 +49,9 @@ BEGIN
   INSERT INTO applied_log VALUES (p->>'id', attempt);
   IF p->>'type' = 'poison' THEN
     RAISE EXCEPTION 'poison %', p->>'id';
+  END IF;
+  IF p->>'type' = 'cancel' THEN
+    RAISE EXCEPTION 'cancelling myself' USING ERRCODE = 'query_canceled';
   END IF;
   IF p->>'type' = 'slow' AND attempt = 1 THEN
     PERFORM pg_advisory_xact_lock_shared(42);
@@ -114,6 +119,52 @@ is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.events WHERE ev
 is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log WHERE event_id = 'poison'"),
 	'0', 'no effect of the poisoned event committed');
 
+# 3b. A cancel in a worker (a handler raising query_canceled itself, or
+# pg_cancel_backend on the worker) ends that event's attempt only: it is
+# recorded as failed, and the worker, still the same process, goes on with
+# the other events of its claim, whose first attempt is not spent.
+my $worker_pids = q{SELECT string_agg(pid::text, ',' ORDER BY pid) FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker'};
+my $pids_before = $node->safe_psql('postgres', $worker_pids);
+$node->safe_psql('postgres', q{
+BEGIN;
+SELECT webhook_idem.apply_event('bg', convert_to('{"id": "cancel", "type": "cancel"}', 'UTF8'));
+SELECT webhook_idem.apply_event('bg', convert_to('{"id": "c' || i || '", "type": "plain"}', 'UTF8'))
+  FROM generate_series(1, 5) i;
+COMMIT;
+});
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'dead' AND attempts = 3 FROM webhook_idem.events WHERE event_id = 'cancel'"),
+	'the self-cancelling event failed each attempt and is dead after 3');
+like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.events WHERE event_id = 'cancel'"),
+	qr/cancelling myself \(SQLSTATE 57014\)/, 'its error recorded');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(status || ' ' || attempts, ',') FROM (SELECT DISTINCT status, attempts"
+		  . " FROM webhook_idem.events WHERE event_id LIKE 'c_') s"),
+	'applied 1', 'the other events of its claim applied at their first attempt');
+is($node->safe_psql('postgres', $worker_pids), $pids_before, 'the workers did not exit');
+
+my $canceller = $node->background_psql('postgres');
+$canceller->query_safe('SELECT pg_advisory_lock(42)');
+enqueue('slow_cancel', 'slow');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'}),
+	'a worker is inside the slow handler');
+$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'});
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'slow_cancel'"),
+	'the cancelled event is applied on its next attempt');
+is($node->safe_psql('postgres', "SELECT string_agg(attempt::text, ',') FROM applied_log WHERE event_id = 'slow_cancel'"),
+	'2', 'the cancelled attempt left no effect; the second applied it');
+is($node->safe_psql('postgres', $worker_pids), $pids_before, 'the cancelled worker did not exit');
+$canceller->query_safe('SELECT pg_advisory_unlock(42)');
+$canceller->quit;
+
 # 4. kill -9 of a worker in the middle of a handler.
 my $blocker = $node->background_psql('postgres');
 $blocker->query_safe('SELECT pg_advisory_lock(42)');
@@ -159,6 +210,9 @@ BEGIN
   IF p->>'type' = 'poison' THEN
     RAISE EXCEPTION 'poison %', p->>'id';
   END IF;
+  IF p->>'type' = 'cancel' THEN
+    RAISE EXCEPTION 'cancelling myself' USING ERRCODE = 'query_canceled';
+  END IF;
   RETURN jsonb_build_object('ok', p->>'id');
 END
 $$;
@@ -201,7 +255,7 @@ like($metrics, qr/^webhook_idem_deliveries_total\{source="bg",status="duplicate"
 	'duplicates counted');
 like($metrics, qr/^webhook_idem_deliveries_total\{status="unknown_source"\} 1$/m,
 	'deliveries to unknown sources counted under one label');
-like($metrics, qr/^webhook_idem_dead_letters\{source="bg"\} 1$/m, 'dead letters');
+like($metrics, qr/^webhook_idem_dead_letters\{source="bg"\} 2$/m, 'dead letters');
 like($metrics, qr/^webhook_idem_handler_seconds_count\{source="bg"\} [1-9]\d*$/m, 'handler runs counted');
 like($metrics, qr/^webhook_idem_handler_seconds_sum\{source="bg"\} \d+\.\d+$/m, 'handler time summed');
 like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
