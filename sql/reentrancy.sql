@@ -73,5 +73,45 @@ SELECT count(*) AS nothing_left_due FROM webhook_idem.claim_next('re_async');
 -- Every effect happened once.
 SELECT event_id, depth, inner_answer FROM re.effects ORDER BY event_id, depth;
 
+-- A handler that removes its own event: drop_source() of its own source
+-- (an "uninstall" event), or a DELETE of its row. Dropping the source fails
+-- the attempt (55000; rolled back, the source and its events stay), in a
+-- delivery and in a worker, and the call goes on with its other events. A
+-- DELETE of its own row is refused where the attempt is written: the
+-- transaction rolls back with the handler's effects, under READ COMMITTED
+-- and REPEATABLE READ alike, so nothing is applied twice.
+CREATE TABLE re.gone_log (event_id text);
+CREATE FUNCTION re.uninstall(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO re.gone_log VALUES (p->>'id');
+  IF p->>'how' = 'drop_source' THEN
+    PERFORM webhook_idem.drop_source((webhook_idem.current_event()).source, force => true);
+  ELSIF p->>'how' = 'delete_row' AND (webhook_idem.current_event()).attempts = 1 THEN
+    RAISE EXCEPTION 'first attempt fails';
+  ELSIF p->>'how' = 'delete_row' THEN
+    DELETE FROM webhook_idem.events WHERE id = (webhook_idem.current_event()).id;
+  END IF;
+END $$;
+SELECT source FROM webhook_idem.register_source('re_gone', 'none', handler => 're.uninstall(jsonb)');
+SELECT source FROM webhook_idem.register_source('re_gone_async', 'none', handler => 're.uninstall(jsonb)', mode => 'async');
+CREATE FUNCTION pg_temp.gone(src text, id text, how text) RETURNS text LANGUAGE sql AS $$
+  SELECT status || ' ' || http_status || coalesce(': ' || detail, '') FROM webhook_idem.apply_event(src,
+    convert_to(jsonb_build_object('id', id, 'how', how)::text, 'UTF8')) $$;
+SELECT pg_temp.gone('re_gone', 'u1', 'drop_source') AS first_delivery;
+SELECT source FROM webhook_idem.sources WHERE source LIKE 're_gone%' ORDER BY 1;
+SELECT event_id, status, attempts, last_error FROM webhook_idem.events WHERE source = 're_gone';
+SELECT pg_temp.gone('re_gone_async', 'u2', 'drop_source') AS u2, pg_temp.gone('re_gone_async', 'u3', 'plain') AS u3;
+SELECT webhook_idem.process_pending('re_gone_async') AS processed;
+SELECT event_id, status, attempts, last_error FROM webhook_idem.events WHERE source = 're_gone_async' ORDER BY event_id;
+-- Its own row deleted, in the redelivery of a failed event.
+SELECT pg_temp.gone('re_gone', 'd1', 'delete_row') AS first;
+SELECT regexp_replace(pg_temp.err($$SELECT webhook_idem.apply_event('re_gone', convert_to('{"id": "d1", "how": "delete_row"}', 'UTF8'))$$), 'event \d+', 'event N') AS redelivery;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT regexp_replace(pg_temp.err($$SELECT webhook_idem.apply_event('re_gone', convert_to('{"id": "d1", "how": "delete_row"}', 'UTF8'))$$), 'event \d+', 'event N') AS redelivery_rr;
+COMMIT;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 're_gone' AND event_id = 'd1';
+SELECT event_id, count(*) AS effects FROM re.gone_log GROUP BY event_id ORDER BY event_id;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_gone', 're_gone_async']) s;
+
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;
 DROP SCHEMA re CASCADE;

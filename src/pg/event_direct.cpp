@@ -322,8 +322,7 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	if (found)
 		slot_getallattrs(old_slot);
 	if (!found || DatumGetInt64(old_slot->tts_values[a[COL_ID] - 1]) != row->id)
-		elog(ERROR, "event %lld of source \"%s\" vanished while it was being updated",
-			 (long long) row->id, row->source);
+		EventVanished(row);
 
 	/* The new version: the old one's values (a TOASTed payload keeps its
 	 * pointer), changed. */

@@ -55,6 +55,17 @@ SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table)
 	return d;
 }
 
+void
+EventVanished(const EventRow *row)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("event %lld of source \"%s\" vanished before it could be updated",
+					(long long) row->id, row->source),
+			 errdetail("Something in this transaction deleted the event's row after it was read: its handler, directly or through drop_source()."),
+			 errhint("The transaction is rolled back, the handler's effects with it.")));
+}
+
 SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 {
@@ -528,7 +539,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed == 0)
-			return;
+			EventVanished(row);
 		values[9] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		values[10] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 		nulls[10] = isnull ? 'n' : ' ';
@@ -548,6 +559,8 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 		rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "recording attempt failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		EventVanished(row);
 }
 
 void

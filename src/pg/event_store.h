@@ -30,6 +30,12 @@ void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
  * being read as a null pointer or a zero. */
 Datum		SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table);
 
+/* Raises 55000 for an event whose row a write of its attempt found gone:
+ * something in this transaction deleted it after it was read (its handler,
+ * directly or by drop_source). The transaction cannot record the attempt,
+ * so it must not commit the handler's effects either. */
+void		EventVanished(const EventRow *row) pg_attribute_noreturn();
+
 /* The SELECT list of every event read: the model's columns, then xmin. */
 const char *EventReadList(void);
 

@@ -83,6 +83,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	volatile bool ok = true;
 	volatile bool timed_out_in_run = false;
 	volatile TimestampTz started = 0;
+	volatile uint64 invalidations_before = 0;
 	Jsonb	   *volatile value_out = NULL;
 	char	   *volatile error = NULL;
 	WiHandlerResult result = {true, NULL, NULL};
@@ -135,6 +136,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		fcinfo->args[0].value = JsonbPGetDatum(event->row.payload);
 		fcinfo->args[0].isnull = false;
 		started = GetCurrentTimestamp();
+		invalidations_before = SourceInvalidations();
 		StartHandlerTimer();
 		value = FunctionCallInvoke(fcinfo);
 		if (StopHandlerTimer())
@@ -159,6 +161,18 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		 * alike (as an index build's do): false rolls them all back. */
 		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec_context);
+		/*
+		 * A handler that dropped its own source (drop_source, as an
+		 * "uninstall" event's might) or made it unusable has failed: its
+		 * event could not be recorded (drop_source deleted the row, or a
+		 * first delivery's would be left without a source). Seen only
+		 * when the sources changed at all, so it costs nothing otherwise.
+		 */
+		if (SourceInvalidations() != invalidations_before && LookupSource(src->name) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the handler dropped its own source \"%s\", or made it unusable",
+							src->name)));
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;

@@ -543,6 +543,12 @@ FindSource(const char *name, const char **misconfigured)
 	return src->misconfigured ? NULL : src;
 }
 
+uint64
+SourceInvalidations(void)
+{
+	return invalidations;
+}
+
 WiSource *
 LookupSource(const char *name)
 {

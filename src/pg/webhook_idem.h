@@ -108,6 +108,9 @@ typedef struct WiSource
 WiSource   *FindSource(const char *name, const char **misconfigured);
 
 /* FindSource for callers that treat a misconfigured source as absent. */
+/* How many changes to the sources (or their tables) this backend has seen:
+ * a caller compares two readings to learn whether anything changed. */
+uint64		SourceInvalidations(void);
 WiSource   *LookupSource(const char *name);
 
 /* True if every write to sources and source_secrets invalidates the
