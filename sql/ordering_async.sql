@@ -90,6 +90,21 @@ SELECT webhook_idem.fail(id, attempts, 'try later', '0 seconds') FROM claimed;
 SELECT event_id FROM webhook_idem.claim_next('oa', '1 minute', 10);
 SELECT status, attempts FROM webhook_idem.events WHERE source = 'oa' AND event_id = 'f2';
 
+-- An older version that arrives after a newer one was claimed is handed
+-- out too (nothing older holds it back). Completed after the newer one, it
+-- has become stale: complete() refuses it (false, so the worker rolls its
+-- effects back) and records it stale; the mark stays at the newer one.
+SELECT pg_temp.send('k2', 'K', 2);
+CREATE TEMP TABLE k2 AS SELECT id, attempts, event_id FROM webhook_idem.claim_next('oa', '1 minute', 10);
+SELECT event_id FROM k2;
+SELECT pg_temp.send('k1', 'K', 1);
+CREATE TEMP TABLE k1 AS SELECT id, attempts, event_id FROM webhook_idem.claim_next('oa', '1 minute', 10);
+SELECT event_id FROM k1;
+SELECT webhook_idem.complete(id, attempts) AS k2_completed FROM k2;
+SELECT webhook_idem.complete(id, attempts) AS k1_completed FROM k1;
+SELECT event_id, status, last_error FROM webhook_idem.events WHERE source = 'oa' AND event_id IN ('k1', 'k2') ORDER BY event_id;
+SELECT version, event_id FROM webhook_idem.entity_versions WHERE source = 'oa' AND entity = 'K';
+
 -- A walk reopened part way keeps what it let through. g1 applied makes g2
 -- its entity's head, but the walk's snapshot still had g1 queued and passed
 -- g2 over; the walk is then reopened past x1, the event of a source broken

@@ -515,19 +515,27 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
 	{
 		WiOrderKey	key;
-
-		RecordAttempt(&row, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
-					  NULL, false, NULL, NULL);
 		WiSource   *src = LookupSource(row.source);
+		bool		ordered = src != NULL && src->ordering != NULL && LoadEventOrder(row.id, &key);
+		char	   *detail;
 
-		/* Ordered: the entity's mark moves under its lock (claim_next
-		 * took this event as its entity's head). */
-		if (src != NULL && src->ordering != NULL && LoadEventOrder(row.id, &key))
-		{
+		/* Ordered: under the entity's lock, the event may have become
+		 * stale since it was claimed (an older version that arrived
+		 * after a newer one was claimed, completed after it): recorded
+		 * so, and refused like a lost claim, so that the worker rolls
+		 * its effects back. Otherwise the mark moves. */
+		if (ordered)
 			(void) LockEntity(row.source, key.entity, true);
-			RecordOrderApplied(row.id, row.source, row.event_id, &key);
+		if (ordered && OrderKeyIsStale(row.source, &key, true, &detail))
+			RecordStaleEvent(row.id, detail);
+		else
+		{
+			RecordAttempt(&row, WI_APPLIED, row.attempts, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+						  NULL, false, NULL, NULL);
+			if (ordered)
+				RecordOrderApplied(row.id, row.source, row.event_id, &key);
+			done = true;
 		}
-		done = true;
 	}
 	SPI_finish();
 	PG_RETURN_BOOL(done);
