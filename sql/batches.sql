@@ -110,6 +110,24 @@ SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}'
 UPDATE webhook_idem.sources SET items_from = '$.events[*]', event_id_from = 'header:X-Id' WHERE source = 'bt';
 SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
 UPDATE webhook_idem.sources SET event_id_from = '$.id' WHERE source = 'bt';
+-- A path that could raise on a body even in silent mode (a variable, or
+-- .datetime(), which raises comparing a date with a zoned timestamp) is
+-- refused wherever a body meets it: items_from, event_id_from, entity_from
+-- and order_by, at registration and in a row written directly, which then
+-- leaves the source misconfigured: a body never turns a delivery into an
+-- error.
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => '$.events[*] ? (@.at.datetime() >= "2024-01-01T00:00:00+00:00".datetime())')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', event_id_from => '$.id ? (@ != $skip)')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', entity_from => '$.e', order_by => '$.v ? ($x > 1)')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', event_id_from => '$.a[0 to $n].id')$$);
+UPDATE webhook_idem.sources SET items_from = '$.events[*] ? (@.at.datetime() >= "2024-01-01T00:00:00+00:00".datetime())' WHERE source = 'bt';
+SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k", "at": "2024-05-01"}]}');
+UPDATE webhook_idem.sources SET items_from = '$.events[*]', event_id_from = '$.id ? (@ != $skip)' WHERE source = 'bt';
+SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
+UPDATE webhook_idem.sources SET event_id_from = '$.id' WHERE source = 'bt';
+-- Filters, methods and like_regex are fine.
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_ok', 'none', items_from => '$.events[*] ? (@.type like_regex "^charge" && @.n.size() > 0)')$$);
+SELECT webhook_idem.drop_source('bt_ok');
 
 -- The method reaches verification (verify_signature takes it too).
 SELECT webhook_idem.verify_signature('none', NULL, '{}', '{}', method => 'GET');

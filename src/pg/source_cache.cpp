@@ -266,6 +266,7 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryConte
 		rule->kind = WI_EVENT_ID_JSONPATH;
 		rule->path = (JsonPath *) PG_DETOAST_DATUM_COPY(path);
 		MemoryContextSwitchTo(old);
+		CheckJsonPathSafe("event_id_from", text, rule->path);
 	}
 	else
 		ereport(ERROR,

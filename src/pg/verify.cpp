@@ -446,7 +446,102 @@ CheckJsonPathSetting(const char *setting, const char *path)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be a JSON path starting with '$', not \"%s\"", setting, path)));
 	/* jsonpath_in raises 42601 for a path that does not parse. */
-	(void) DirectFunctionCall1(jsonpath_in, CStringGetDatum(path));
+	CheckJsonPathSafe(setting, path,
+					  DatumGetJsonPathP(DirectFunctionCall1(jsonpath_in, CStringGetDatum(path))));
+}
+
+/* What in the path item v, its arguments or the items after it, makes
+ * evaluating it unsafe (CheckJsonPathSafe), or NULL. */
+static const char *
+UnsafeJsonPathItem(JsonPathItem *v)
+{
+	JsonPathItem item = *v;
+
+	check_stack_depth();
+	for (;;)
+	{
+		JsonPathItem arg;
+		const char *found = NULL;
+
+		switch (item.type)
+		{
+			case jpiVariable:
+				return "a variable";
+			case jpiDatetime:
+				return ".datetime()";
+			case jpiAnd:
+			case jpiOr:
+			case jpiEqual:
+			case jpiNotEqual:
+			case jpiLess:
+			case jpiGreater:
+			case jpiLessOrEqual:
+			case jpiGreaterOrEqual:
+			case jpiAdd:
+			case jpiSub:
+			case jpiMul:
+			case jpiDiv:
+			case jpiMod:
+			case jpiStartsWith:
+				jspGetLeftArg(&item, &arg);
+				found = UnsafeJsonPathItem(&arg);
+				if (found == NULL)
+				{
+					jspGetRightArg(&item, &arg);
+					found = UnsafeJsonPathItem(&arg);
+				}
+				break;
+			case jpiNot:
+			case jpiIsUnknown:
+			case jpiPlus:
+			case jpiMinus:
+			case jpiFilter:
+			case jpiExists:
+				jspGetArg(&item, &arg);
+				found = UnsafeJsonPathItem(&arg);
+				break;
+			case jpiLikeRegex:
+				jspInitByBuffer(&arg, item.base, item.content.like_regex.expr);
+				found = UnsafeJsonPathItem(&arg);
+				break;
+			case jpiIndexArray:
+				for (int i = 0; i < item.content.array.nelems && found == NULL; i++)
+				{
+					JsonPathItem from;
+					JsonPathItem to;
+
+					if (jspGetArraySubscript(&item, &from, &to, i))
+						found = UnsafeJsonPathItem(&to);
+					if (found == NULL)
+						found = UnsafeJsonPathItem(&from);
+				}
+				break;
+			default:
+				break;			/* a literal, a key, @, $, [*], .*, .**, a method */
+		}
+		if (found != NULL)
+			return found;
+		if (!jspGetNext(&item, &arg))
+			return NULL;
+		item = arg;
+	}
+}
+
+void
+CheckJsonPathSafe(const char *setting, const char *text, JsonPath *path)
+{
+	JsonPathItem root;
+	const char *unsafe;
+
+	jspInit(&root, path);
+	unsafe = UnsafeJsonPathItem(&root);
+	if (unsafe != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s \"%s\" uses %s", setting, text, unsafe),
+				 errdetail("The path is evaluated on every body: %s can raise an error there even in silent mode, where a delivery needs an outcome.",
+						   unsafe),
+				 errhint("Use a path without variables or .datetime().")));
 }
 
 /*

@@ -70,5 +70,14 @@ int64		IntervalToMicros(const Interval *iv);
 void		CheckHandlerSearchPath(const char *path);
 
 /* Raises unless path is a JSON path (22023 if it does not start with '$',
- * 42601 if it does not parse); setting names it in the message. */
+ * 42601 if it does not parse, 22023 if it is not safe: CheckJsonPathSafe);
+ * setting names it in the message. */
 void		CheckJsonPathSetting(const char *setting, const char *path);
+
+/* Raises 22023 if the parsed path (the text it was parsed from) uses what
+ * can raise while it is evaluated, even with silent => true, so that a
+ * body could turn a delivery into an error instead of an outcome: a
+ * variable ($name: none is ever passed) or .datetime() (a date compared
+ * with a time zone's timestamp raises). Every path the extension evaluates
+ * on a body passes it, however the source row was written. */
+void		CheckJsonPathSafe(const char *setting, const char *text, JsonPath *path);
