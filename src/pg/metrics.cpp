@@ -10,6 +10,8 @@
 #include "pg/queue.h"
 #include "pg/shared_state.h"
 
+#include <cmath>
+
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_metrics);
 PG_FUNCTION_INFO_V1(webhook_idem_duplicates_answered);
@@ -103,7 +105,9 @@ AppendGauges(StringInfo out)
 	int			rc;
 
 	/* Both aggregates read only the partial indexes of unfinished and dead
-	 * events, never the applied ones. */
+	 * events, never the applied ones. The age is a difference of epochs, so
+	 * that a -infinity written into next_attempt_at gives +Inf, not an
+	 * interval out of range for every caller. */
 	(void) KeepPlan(&gauges_plan,
 					"SELECT s.source,"
 					" coalesce(w.waiting, 0)::pg_catalog.float8,"
@@ -111,8 +115,8 @@ AppendGauges(StringInfo out)
 					" coalesce(d.dead, 0)::pg_catalog.float8"
 					" FROM webhook_idem.sources s"
 					" LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS waiting,"
-					"        pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-)"
-					"          pg_catalog.min(e.next_attempt_at) FILTER"
+					"        pg_catalog.date_part('epoch', pg_catalog.now()) OPERATOR(pg_catalog.-)"
+					"        pg_catalog.date_part('epoch', pg_catalog.min(e.next_attempt_at) FILTER"
 					"          (WHERE e.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now())) AS oldest_due"
 					"   FROM webhook_idem.events e"
 					"  WHERE e.status OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")"
@@ -138,7 +142,11 @@ AppendGauges(StringInfo out)
 
 			appendStringInfo(out, "%s{source=", names[g]);
 			AppendLabel(out, source);
-			appendStringInfo(out, "} %.15g\n", value);
+			/* (An age from a -infinity written into next_attempt_at.) */
+			if (std::isinf(value))
+				appendStringInfoString(out, value > 0 ? "} +Inf\n" : "} -Inf\n");
+			else
+				appendStringInfo(out, "} %.15g\n", value);
 		}
 	}
 }

@@ -364,8 +364,13 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 	ev.row = *row;
 	ev.entity = ordered ? key.entity : NULL;
 	ev.row.status = WI_PROCESSING;
-	ev.row.attempts = row->attempts + 1;
-	ev.row.deliveries = row->deliveries + (delivery ? 1 : 0);
+	/* (Only a direct write can bring attempts to the top of int4.) */
+	if (pg_add_s32_overflow(row->attempts, 1, &ev.row.attempts))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("event %lld of source \"%s\" has no attempt number left",
+						(long long) row->id, row->source)));
+	ev.row.deliveries = row->deliveries + (delivery && row->deliveries < PG_INT32_MAX ? 1 : 0);
 	ev.in_worker = !delivery;
 
 	*res = RunHandler(src, &ev);
