@@ -236,13 +236,16 @@ RecordWorkerFailure(const ClaimedEvent *ev, const char *error)
 {
 	static const Oid argtypes[3] = {INT8OID, INT4OID, TEXTOID};
 	static SPIPlanPtr plan = NULL;
-	Datum		args[3] = {Int64GetDatum(ev->id), Int32GetDatum(ev->attempt),
-	CStringGetTextDatum(error)};
+	Datum		args[3];
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* (Built in the transaction: nothing of it outlives it.) */
+	args[0] = Int64GetDatum(ev->id);
+	args[1] = Int32GetDatum(ev->attempt);
+	args[2] = CStringGetTextDatum(error);
 	if (EventsDistributed())
 		RememberEventKey(ev->id, ev->event_id);
 	RunKept(&plan, "SELECT webhook_idem.fail($1, $2, $3, NULL)", 3, argtypes, args, NULL, 1,
@@ -250,6 +253,20 @@ RecordWorkerFailure(const ClaimedEvent *ev, const char *error)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+}
+
+/*
+ * CHECK_FOR_INTERRUPTS between the worker's transactions: a SIGTERM or the
+ * postmaster's death ends the process there, but a cancel (a late
+ * pg_cancel_backend) has no statement left to cancel, and in a worker it
+ * would raise outside any transaction and end the process, costing the
+ * rest of its claim an attempt each: it is forgotten.
+ */
+static void
+WorkerCheckForInterrupts(void)
+{
+	QueryCancelPending = false;
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*
@@ -279,6 +296,9 @@ ApplyOneGuarded(const ClaimedEvent *ev)
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		/* A cancel is spent on the statement it cancelled, as PostgresMain
+		 * forgets one after an error: none may end the worker later. */
+		QueryCancelPending = false;
 		AbortCurrentTransaction();
 		MemoryContextSwitchTo(cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -370,7 +390,7 @@ webhook_idem_worker_main(Datum main_arg)
 		int			n;
 
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		WorkerCheckForInterrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -412,7 +432,7 @@ webhook_idem_worker_main(Datum main_arg)
 				/* A moving average over about the last 16 events. */
 				avg_apply_us = avg_apply_us <= 0 ? secs * 1e6 + usecs
 					: avg_apply_us + (secs * 1e6 + usecs - avg_apply_us) / 16.0;
-				CHECK_FOR_INTERRUPTS();
+				WorkerCheckForInterrupts();
 				if (ConfigReloadPending)
 				{
 					ConfigReloadPending = false;
@@ -438,7 +458,7 @@ webhook_idem_worker_main(Datum main_arg)
 				if (left_ms > 0)
 					(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, left_ms,
 									 PG_WAIT_EXTENSION);
-				CHECK_FOR_INTERRUPTS();
+				WorkerCheckForInterrupts();
 			}
 		}
 		if (!ready)

@@ -62,7 +62,7 @@ EventVanished(const EventRow *row)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("event %lld of source \"%s\" vanished before it could be updated",
 					(long long) row->id, row->source),
-			 errdetail("Something in this transaction deleted the event's row after it was read: its handler, directly or through drop_source()."),
+			 errdetail("The event's row was deleted after it was read: by this transaction (its handler, directly or through drop_source()), or by one that committed meanwhile."),
 			 errhint("The transaction is rolled back, the handler's effects with it.")));
 }
 

@@ -31,9 +31,10 @@ void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
 Datum		SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table);
 
 /* Raises 55000 for an event whose row a write of its attempt found gone:
- * something in this transaction deleted it after it was read (its handler,
- * directly or by drop_source). The transaction cannot record the attempt,
- * so it must not commit the handler's effects either. */
+ * deleted after it was read, by this transaction (its handler, directly or
+ * by drop_source) or by one that committed meanwhile. The transaction
+ * cannot record the attempt, so it must not commit the handler's effects
+ * either. */
 void		EventVanished(const EventRow *row) pg_attribute_noreturn();
 
 /* The SELECT list of every event read: the model's columns, then xmin. */

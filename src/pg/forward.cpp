@@ -513,6 +513,7 @@ SendDue(const char *epoch, int max)
 		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		char	   *event_id = SPI_getvalue(tup, desc, 2);
 		Datum		payload = SPI_getbinval(tup, desc, 3, &isnull);
+		bool		payload_null = isnull;
 		char	   *body = SPI_getvalue(tup, desc, 4);
 		char	   *url = SPI_getvalue(tup, desc, 5);
 		char	   *secret = SPI_getvalue(tup, desc, 6);
@@ -532,6 +533,11 @@ SendDue(const char *epoch, int max)
 		problem = url == NULL
 			? "the source no longer forwards (forward_to is NULL)"
 			: ForwardConfigProblem(url, secret, false, &code, &hint);
+		/* NOT NULL columns an owner made NULL (ALTER TABLE): this row
+		 * cannot be sent, the others still are. */
+		if (problem == NULL && (event_id == NULL || payload_null || body == NULL))
+			problem = event_id == NULL ? "webhook_idem.forwards.event_id is NULL"
+				: "webhook_idem.forwards.payload is NULL";
 		if (problem == NULL && !EventIdSendable(event_id))
 			problem = "the event id holds control characters, which no HTTP header may carry";
 		if (problem != NULL)

@@ -149,6 +149,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 					 errmsg("canceling the handler due to webhook_idem.handler_timeout")));
 		}
 		CountHandlerRun(src->name, GetCurrentTimestamp() - started);
+		started = 0;			/* counted: an error below counts no second run */
 		if (!fcinfo->isnull && src->handler_returns_jsonb)
 		{
 			MemoryContextSwitchTo(cxt);
@@ -162,16 +163,18 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		AtEOXact_GUC(false, save_nestlevel);
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 		/*
-		 * A handler that dropped its own source (drop_source, as an
-		 * "uninstall" event's might) or made it unusable has failed: its
-		 * event could not be recorded (drop_source deleted the row, or a
-		 * first delivery's would be left without a source). Seen only
-		 * when the sources changed at all, so it costs nothing otherwise.
+		 * A source dropped (drop_source, by the handler as an
+		 * "uninstall" event's might, or by a session that committed
+		 * meanwhile) or made unusable while its handler ran fails the
+		 * attempt: its event could not be recorded (drop_source deleted
+		 * the row, or a first delivery's would be left without a source).
+		 * Seen only when the sources changed at all, so it costs nothing
+		 * otherwise.
 		 */
 		if (SourceInvalidations() != invalidations_before && LookupSource(src->name) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the handler dropped its own source \"%s\", or made it unusable",
+					 errmsg("source \"%s\" was dropped or made unusable while its handler ran",
 							src->name)));
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);

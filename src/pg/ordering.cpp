@@ -361,13 +361,15 @@ LoadEventOrder(int64 id, WiOrderKey *key)
 
 	memset(key, 0, sizeof(*key));
 	RunKept(&plan,
-			"SELECT entity, version FROM webhook_idem.event_order"
+			"SELECT entity, version, source FROM webhook_idem.event_order"
 			" WHERE id OPERATOR(pg_catalog.=) $1",
 			1, argtypes, &arg, NULL, 1, SPI_OK_SELECT,
 			"reading the event's order");
 	if (SPI_processed == 0)
 		return false;
 	key->entity = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+													 "event_order"));
+	key->source = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3,
 													 "event_order"));
 	key->version = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, "event_order");
 	key->version = PointerGetDatum(SPI_datumTransfer(key->version, false, -1));

@@ -34,6 +34,7 @@ typedef struct WiOrdering
 /* An event's place in its entity's order. */
 typedef struct WiOrderKey
 {
+	char	   *source;			/* set by LoadEventOrder only */
 	char	   *entity;
 	Datum		version;		/* numeric: Unix seconds for date-times */
 	char	   *version_text;	/* as found, for messages */

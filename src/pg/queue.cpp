@@ -512,25 +512,36 @@ extern "C" Datum
 webhook_idem_complete(PG_FUNCTION_ARGS)
 {
 	EventRow	row;
+	WiOrderKey	key;
+	bool		has_order;
 	bool		done = false;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
 	SPI_connect();
+	/* Ordered: the entity's lock (waiting) before the row's, the order in
+	 * which the workers and deliveries take them (docs/ordering.md, Locks),
+	 * so that complete() never waits for an entity while holding a row
+	 * that one of them waits for. */
+	has_order = LoadEventOrder(PG_GETARG_INT64(0), &key);
+	if (has_order)
+	{
+		WiSource   *src = LookupSource(key.source);
+
+		has_order = src != NULL && src->ordering != NULL;
+		if (has_order)
+			(void) LockEntity(key.source, key.entity, true);
+	}
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
 	{
-		WiOrderKey	key;
-		WiSource   *src = LookupSource(row.source);
-		bool		ordered = src != NULL && src->ordering != NULL && LoadEventOrder(row.id, &key);
+		bool		ordered = has_order && strcmp(row.source, key.source) == 0;
 		char	   *detail;
 
-		/* Ordered: under the entity's lock, the event may have become
-		 * stale since it was claimed (an older version that arrived
-		 * after a newer one was claimed, completed after it): recorded
-		 * so, and refused like a lost claim, so that the worker rolls
-		 * its effects back. Otherwise the mark moves. */
-		if (ordered)
-			(void) LockEntity(row.source, key.entity, true);
+		/* Ordered: the event may have become stale since it was claimed
+		 * (an older version that arrived after a newer one was claimed,
+		 * completed after it): recorded so, and refused like a lost
+		 * claim, so that the worker rolls its effects back (docs/async.md).
+		 * Otherwise the mark moves. */
 		if (ordered && OrderKeyIsStale(row.source, &key, true, &detail))
 			RecordStaleEvent(row.id, detail);
 		else

@@ -215,6 +215,28 @@ like(
 	'an event id that would inject headers is not sent: dead, saying why');
 is(scalar(grep { exists $_->{headers}{'x-injected'} } received()), 0, 'no header was injected');
 
+# A NOT NULL column of forwards that its owner made NULL (ALTER TABLE):
+# that forward is dead, saying why, and the relay goes on (it used to read
+# the NULL as a pointer and take the server down).
+$node->safe_psql('postgres', q{
+ALTER TABLE webhook_idem.forwards ALTER COLUMN payload DROP NOT NULL;
+BEGIN;
+SELECT webhook_idem.apply_event('up_ok', convert_to('{"id": "ok-nullpay"}', 'UTF8'));
+UPDATE webhook_idem.forwards SET payload = NULL WHERE event_id = 'ok-nullpay';
+COMMIT;
+});
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'ok-nullpay'") eq '1';
+		},
+		60),
+	'a forward with a NULL payload is dead');
+like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'ok-nullpay'"),
+	qr/^not sent: webhook_idem\.forwards\.payload is NULL/, 'saying why');
+is(deliver('up_ok', 'ok-after-null'), 'applied', 'the server is up');
+ok(outbox_drained("event_id = 'ok-after-null'"), 'and the relay sends the next one');
+
 # ---------------------------------------------------------------------
 # 2. 500 three times, then 200: four requests, then done.
 is(deliver('up_flaky', 'flaky-1'), 'applied', 'flaky-1 applied');
