@@ -392,18 +392,11 @@ ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 	values[a[COL_LAST_ERROR] - 1] = c->last_error
 		? CStringGetTextDatum(StorableText(c->last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
 	nulls[a[COL_LAST_ERROR] - 1] = c->last_error == NULL;
+	/* The SQL path's deliveries + 1, by the same int4pl (22003 at the top
+	 * of int4, which only a direct write gets near). */
 	if (c->delivery)
-	{
-		/* As the SQL path's deliveries + 1: 22003 at the top of int4
-		 * (which only a direct write gets near). */
-		int32		d;
-
-		if (pg_add_s32_overflow(DatumGetInt32(values[a[COL_DELIVERIES] - 1]), 1, &d))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("integer out of range")));
-		values[a[COL_DELIVERIES] - 1] = Int32GetDatum(d);
-	}
+		values[a[COL_DELIVERIES] - 1] = DirectFunctionCall2(int4pl, values[a[COL_DELIVERIES] - 1],
+															Int32GetDatum(1));
 	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	nulls[a[COL_APPLIED_AT] - 1] = c->status != WI_APPLIED;
 	nulls[a[COL_LEASE_UNTIL] - 1] = true;
@@ -431,16 +424,11 @@ ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 											TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
 											IntervalPGetDatum((const Interval *) arg));
 
-	int32		attempts;
-
-	/* As the SQL path's attempts + 1: 22003 at the top of int4 (which only
-	 * a direct write gets near). */
-	if (pg_add_s32_overflow(DatumGetInt32(values[a[COL_ATTEMPTS] - 1]), 1, &attempts))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("integer out of range")));
 	values[a[COL_STATUS] - 1] = EventStatusGetDatum(WI_PROCESSING);
-	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(attempts);
+	/* The SQL path's attempts + 1, by the same int4pl (22003 at the top of
+	 * int4, which only a direct write gets near). */
+	values[a[COL_ATTEMPTS] - 1] = DirectFunctionCall2(int4pl, values[a[COL_ATTEMPTS] - 1],
+													  Int32GetDatum(1));
 	values[a[COL_LEASE_UNTIL] - 1] = until;
 	nulls[a[COL_LEASE_UNTIL] - 1] = false;
 	values[a[COL_NEXT_ATTEMPT_AT] - 1] = until;
