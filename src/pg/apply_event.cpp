@@ -246,6 +246,7 @@ typedef struct Admitted
 	const char *data;			/* the raw body */
 	int			len;
 	Jsonb	   *payload;		/* the body as JSON (or form data) */
+	bool		form;			/* read as form data */
 	WiHeaders	headers;
 } Admitted;
 
@@ -280,6 +281,7 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	}
 	in->headers = CollectHeaders(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2));
 	in->payload = NULL;
+	in->form = IsFormBody(src->scheme, &in->headers, url);
 
 	memset(&args, 0, sizeof(args));
 	args.scheme = src->scheme;
@@ -308,7 +310,7 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	/* A scheme that reads body values gets the parsed body. */
 	if (SchemeReadsBody(src->scheme))
 	{
-		in->payload = IsFormBody(src->scheme, &in->headers, url)
+		in->payload = in->form
 			? ParseFormBody(in->data, in->len, &detail)
 			: ParseJsonBody(in->data, in->len, &detail);
 		parsed = true;
@@ -323,7 +325,7 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	}
 
 	if (!parsed)
-		in->payload = IsFormBody(src->scheme, &in->headers, url)
+		in->payload = in->form
 			? ParseFormBody(in->data, in->len, &detail)
 			: ParseJsonBody(in->data, in->len, &detail);
 	if (in->payload == NULL)
@@ -341,6 +343,18 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 		return false;
 	}
 	return true;
+}
+
+/* True if a body starts, after white space, as a JSON object or array
+ * does: what a JSON body sent with a form's Content-Type looks like. */
+static bool
+LooksLikeJson(const char *data, int len)
+{
+	int			i = 0;
+
+	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
+		i++;
+	return i < len && (data[i] == '{' || data[i] == '[');
 }
 
 /* The event id of one event (payload: the body's, or a batch item's; data:
@@ -374,11 +388,16 @@ IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *dat
 		if (event_id == NULL)
 		{
 			*o = MakeOutcome("invalid_payload", 400, NULL,
-							 psprintf("no event id found (%s%s%s%s%s)", src->id_primary.text,
+							 psprintf("no event id found (%s%s%s%s%s)%s", src->id_primary.text,
 									  src->id_fallback.kind != WI_EVENT_ID_NONE ? ", then " : "",
 									  src->id_fallback.kind != WI_EVENT_ID_NONE ? src->id_fallback.text : "",
 									  src->id_suffix.kind != WI_EVENT_ID_NONE ? " with " : "",
-									  src->id_suffix.kind != WI_EVENT_ID_NONE ? src->id_suffix.text : ""));
+									  src->id_suffix.kind != WI_EVENT_ID_NONE ? src->id_suffix.text : "",
+									  in->form && LooksLikeJson(in->data, in->len)
+									  ? ": the body looks like JSON but was read as form fields"
+									  " (Content-Type: application/x-www-form-urlencoded, which"
+									  " curl -d sends unless given another): send it with"
+									  " Content-Type: application/json" : ""));
 			return NULL;
 		}
 	}
