@@ -316,6 +316,26 @@ csv.writer(sys.stdout, lineterminator="\n").writerow([sys.argv[2], r["status"], 
 		post "$work/events/evt_demo_http.json" -H "Stripe-Signature: t=$t,v1=$(sign "$t" "$work/events/evt_demo_http.json")"
 	done
 	post "$work/events/evt_demo_http.json"      # no Stripe-Signature at all
+	# The README's curl line, as it is (its URL aside), twice: every line
+	# the first one prints must be in the README; both are recorded.
+	etype[evt_readme_1]=charge.succeeded ecustomer[evt_readme_1]=cus_bob eamount[evt_readme_1]=1500
+	for i in 1 2; do
+		sh examples/send_stripe.sh "$url" "$secret" examples/charge.json >"$work/send.$i" 2>&1 || true
+		"$python" -c 'import csv, json, sys
+lines = open(sys.argv[1]).read().splitlines()
+try:
+    r, code = json.loads(lines[0]), lines[-1].split()[1]
+except (IndexError, ValueError):
+    r, code = {"status": "no_answer", "event_id": None, "detail": " / ".join(lines)}, "0"
+csv.writer(sys.stdout, lineterminator="\n").writerow([sys.argv[2], r["status"], code, r["event_id"], None, r["detail"], None])' \
+			"$work/send.$i" "$s" >>"$work/outcomes.csv"
+	done
+	while IFS= read -r line; do
+		if ! grep -qxF -- "$line" README.md; then
+			echo "README: examples/send_stripe.sh printed a line the README does not show: $line" >&2
+			exit 1
+		fi
+	done <"$work/send.1"
 	# GET /metrics: the Prometheus text format, every sample line parsed.
 	curl -sS -o "$work/metrics.txt" "${url%/webhooks/stripe}/metrics"
 	"$python" - "$work/metrics.txt" <<'PY' || { echo "GET /metrics is not the Prometheus text format" >&2; exit 1; }
@@ -329,9 +349,9 @@ if bad or missing:
     print("bad lines:", bad, "missing:", missing, file=sys.stderr)
     sys.exit(1)
 PY
-	applied+=(evt_demo_http)
-	expect "$s" applied 200 1
-	expect "$s" duplicate 200 1
+	applied+=(evt_demo_http evt_readme_1)
+	expect "$s" applied 200 2
+	expect "$s" duplicate 200 2
 	expect "$s" invalid_signature 401 1
 	http_note=
 else
