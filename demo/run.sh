@@ -374,6 +374,13 @@ async_burst() {
 	RESET ROLE;
 	SQL
 	burst=500
+	# The workers connect to demo once it exists: a worker that found no
+	# database retries 10 s later. The drain below is timed from when both
+	# are in it.
+	for _ in $(seq 150); do
+		[[ $(psql_as postgres demo -Atc "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'") == 2 ]] && break
+		sleep 0.1
+	done
 	started=$(date +%s.%N)
 	for i in $(seq "$burst"); do
 		printf "SELECT status FROM webhook_idem.apply_event('orders', convert_to('{\"id\": \"ord_%d\", \"amount\": %d}', 'UTF8'));\n" "$i" "$i"
