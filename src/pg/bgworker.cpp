@@ -113,14 +113,20 @@ RegisterWorkers(void)
 static bool
 ExtensionReady(void)
 {
+	static SPIPlanPtr plan = NULL;
 	Oid			ext = get_extension_oid("webhook_idem", true);
 	int			rc;
 	bool		isnull;
 
 	if (!OidIsValid(ext))
 		return false;
-	rc = SPI_execute("SELECT extversion OPERATOR(pg_catalog.<>) '0.1.0' FROM pg_catalog.pg_extension"
-					 " WHERE extname OPERATOR(pg_catalog.=) 'webhook_idem'", true, 1);
+	/* Kept, as every statement of the claim: a claim of one or two
+	 * events (a worker keeping up with intake) would otherwise spend
+	 * much of its time parsing and planning. */
+	rc = SPI_execute_plan(KeepPlan(&plan, "SELECT extversion OPERATOR(pg_catalog.<>) '0.1.0'"
+								   " FROM pg_catalog.pg_extension"
+								   " WHERE extname OPERATOR(pg_catalog.=) 'webhook_idem'", 0, NULL),
+						  NULL, NULL, true, 1);
 	return rc == SPI_OK_SELECT && SPI_processed == 1 &&
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
@@ -148,7 +154,8 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 	*ready = ExtensionReady();
 	if (*ready)
 	{
-		Oid			argtypes[2] = {INTERVALOID, INT4OID};
+		static const Oid argtypes[2] = {INTERVALOID, INT4OID};
+		static SPIPlanPtr claim_plan = NULL;
 		Datum		args[2];
 		int			rc;
 
@@ -156,9 +163,10 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 									  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
 									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 		args[1] = Int32GetDatum(max);
-		rc = SPI_execute_with_args("SELECT id, attempts, attempts_base, source, event_id"
-								   " FROM webhook_idem.claim_next(NULL, $1, $2)",
-								   2, argtypes, args, NULL, false, max);
+		rc = SPI_execute_plan(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
+									   " FROM webhook_idem.claim_next(NULL, $1, $2)",
+									   2, argtypes),
+							  args, NULL, false, max);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "claim_next failed: %s", SPI_result_code_string(rc));
 		for (uint64 i = 0; i < SPI_processed && n < max; i++)
