@@ -10,63 +10,77 @@ webhook_idem_receiver). PUBLIC_URL: the scheme and host the sender signs
 (twilio, square, hubspot and meta sign the URL).
 Usage: receiver.py [port]   (port 0 picks a free one; it is printed)
 """
-import json, os, sys, threading
+import json, os, re, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
 import psycopg2
 from psycopg2.pool import ThreadedConnectionPool
 
 SQL = """SELECT status, http_status, event_id, detail, reply, reply_type
   FROM webhook_idem.apply_event(source => %s, body => %s, headers => %s, url => %s, method => %s)"""
 pool, slots = ThreadedConnectionPool(1, 8, ""), threading.BoundedSemaphore(8)
+ROUTE = re.compile(r"^/webhooks/([^/]+)/?$")  # the path, without its query
+MAX_BODY = 2 * 1024 * 1024  # above webhook_idem.max_body_bytes (1 MB): the database decides
+
+def query(sql, args=()):
+    """Runs one statement on a pooled connection and commits: its row, or
+    None and why (logged; the sender gets a 503 and retries)."""
+    with slots:
+        conn = None
+        try:
+            conn = pool.getconn()
+            with conn, conn.cursor() as cur:  # commits before we answer
+                cur.execute(sql, args)
+                return cur.fetchone(), None
+        except psycopg2.Error as e:  # e.g. 40001 under SERIALIZABLE, or the database is down
+            print("database error %s: %s" % (e.pgcode, str(e).strip()), file=sys.stderr, flush=True)
+            return None, e.pgcode or "database unavailable"
+        finally:
+            if conn is not None:
+                pool.putconn(conn, close=bool(conn.closed))
 
 class Receiver(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))  # bytes, untouched
+    def answer(self, code, reply, reply_type):
+        reply = reply.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", reply_type)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def refuse(self, code, status, detail):
+        self.answer(code, json.dumps({"status": status, "event_id": None, "detail": detail}), "application/json")
+
+    def do_POST(self):  # every method: the database is told which one came
+        route = ROUTE.match(self.path.split("?")[0])
+        if not route:
+            return self.refuse(404, "not_found", "POST to /webhooks/<source>")
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self.refuse(411, "length_required", "this layer reads bodies with a Content-Length")
+        if self.headers.get("Content-Encoding", "identity").lower() != "identity":
+            return self.refuse(415, "unsupported_encoding", "this layer passes bodies as sent, not encoded")
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.close_connection = True  # the body is not read
+            return self.refuse(413, "too_large", "body is %d bytes; this layer accepts %d" % (length, MAX_BODY))
+        body = self.rfile.read(length)  # bytes, untouched
         headers = {}
         for name, value in self.headers.items():  # a repeated header becomes a list
             headers.setdefault(name, []).append(value)
-        source = self.path.split("?")[0].rsplit("/", 1)[-1]
         url = os.environ.get("PUBLIC_URL", "http://" + self.headers.get("Host", "")) + self.path
-        with slots:
-            conn = pool.getconn()
-            try:
-                with conn, conn.cursor() as cur:  # commits before we answer
-                    cur.execute(SQL, (source, body, json.dumps(headers), url, self.command))
-                    status, code, event_id, detail, reply, reply_type = cur.fetchone()
-            except psycopg2.Error as e:  # e.g. 40001 under SERIALIZABLE: let the sender retry
-                status, code, event_id, detail, reply, reply_type = "error", 503, None, e.pgcode, None, None
-            finally:
-                pool.putconn(conn, close=bool(conn.closed))
+        row, error = query(SQL, (unquote(route.group(1)), body, json.dumps(headers), url, self.command))
+        status, code, event_id, detail, reply, reply_type = row or ("error", 503, None, error, None, None)
         if reply is None:
             reply, reply_type = json.dumps({"status": status, "event_id": event_id, "detail": detail}), "application/json"
-        reply = reply.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", reply_type or "text/plain")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        self.answer(code, reply, reply_type or "text/plain")
+
+    do_PUT = do_PATCH = do_DELETE = do_POST
 
     def do_GET(self):  # a handshake may be a GET (meta's hub.challenge)
-        if self.path.startswith("/webhooks/"):
-            return self.do_POST()
         if self.path != "/metrics":
-            self.send_error(404)
-            return
-        with slots:
-            conn = pool.getconn()
-            try:
-                with conn, conn.cursor() as cur:
-                    cur.execute("SELECT webhook_idem.metrics()")
-                    reply, code = cur.fetchone()[0].encode(), 200
-            except psycopg2.Error as e:
-                reply, code = (e.pgcode or "error").encode(), 503
-            finally:
-                pool.putconn(conn, close=bool(conn.closed))
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+            return self.do_POST()
+        row, error = query("SELECT webhook_idem.metrics()")
+        self.answer(200 if row else 503, row[0] if row else error + "\n", "text/plain; version=0.0.4")
 
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 8080), Receiver)
 print("listening on http://127.0.0.1:%d/webhooks/<source>" % server.server_address[1], flush=True)

@@ -26,7 +26,10 @@ app.disable('etag'); // answers are never cached: no need to hash each one
 // Every method (a handshake may be a GET), every content type kept as raw
 // bytes: the signature covers them. The limit sits above the database's
 // webhook_idem.max_body_bytes (1 MB by default), so the database decides.
-app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), async (req, res) => {
+// An encoded body (Content-Encoding: gzip) is refused, not inflated: the
+// bytes passed on are the bytes sent.
+const rawBody = express.raw({ type: () => true, limit: '2mb', inflate: false });
+app.all('/webhooks/:source', rawBody, async (req, res) => {
   const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   const headers = {}; // names as sent; a repeated header becomes an array
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -40,8 +43,9 @@ app.all('/webhooks/:source', express.raw({ type: () => true, limit: '2mb' }), as
     // it has committed when its row arrives.
     const values = [req.params.source, body, JSON.stringify(headers), url, req.method];
     row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
-  } catch (e) { // e.g. 40001 under SERIALIZABLE: let the sender retry
-    row = { status: 'error', http_status: 503, detail: e.code || e.message };
+  } catch (e) { // e.g. 40001 under SERIALIZABLE, or the database is down: the sender retries
+    console.error(`database error ${e.code || ''}: ${e.message}`);
+    row = { status: 'error', http_status: 503, detail: e.code || 'database unavailable' };
   }
   res.status(row.http_status);
   if (row.reply != null) { // a handshake, or the answer the sender expects
@@ -58,8 +62,18 @@ app.get('/metrics', async (req, res) => {
     res.setHeader('Content-Type', 'text/plain; version=0.0.4');
     res.send(Buffer.from(rows[0].text));
   } catch (e) {
-    res.status(503).type('text/plain').send(e.code || 'error');
+    console.error(`database error ${e.code || ''}: ${e.message}`);
+    res.status(503).type('text/plain').send(e.code || 'database unavailable');
   }
+});
+
+// A request refused before the call (a body over the limit, an encoded
+// body): a JSON answer like the database's, never a stack trace.
+app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
+  const code = err.status || err.statusCode || 500;
+  const status = { 413: 'too_large', 415: 'unsupported_encoding' }[code] || 'error';
+  res.status(code).json({ status, event_id: null, detail: code < 500 ? err.message : 'error' });
+  if (code >= 500) console.error(err);
 });
 
 const server = app.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {

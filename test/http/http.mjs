@@ -9,7 +9,7 @@
 // The PG* environment points at the test cluster as a superuser (for the
 // side table, the queue and the direct comparison of handshakes).
 // Handshakes: Slack's url_verification and Meta's GET subscription check
-// (run.sh registers the meta source from handshake.sql).
+// (setup.sql registers their sources).
 import crypto from 'node:crypto';
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
@@ -193,6 +193,45 @@ function standardDelivery(id, payload) {
   check('standard: the worker applied it once', (await runs('standard', id)) === 1);
   const late = standardDelivery(id, { type: 'invoice.paid', amount: 5 });
   expectOutcome('standard redelivery once applied', await post('standard', late.body, late.headers), 200, 'duplicate');
+}
+
+// ---- what the layer itself decides: its route, its body limit, encodings
+{
+  // The route: /webhooks/<source>, a trailing slash and percent escapes
+  // allowed (the source is the decoded path segment); nothing else.
+  const id = `evt_${run}_route`;
+  const d = stripeDelivery(id);
+  const slash = await fetch(`${base}/webhooks/stripe/`, { method: 'POST', headers: d.headers, body: d.body });
+  expectOutcome('route with a trailing slash', { code: slash.status, type: slash.headers.get('content-type') || '',
+    text: await slash.clone().text(), json: await slash.json().catch(() => null) }, 200, 'applied');
+  expectOutcome('route with a percent escape', await post('%73tripe', d.body, d.headers), 200, 'duplicate');
+  const other = await fetch(`${base}/hooks/stripe`, { method: 'POST', headers: d.headers, body: d.body });
+  check('a path outside /webhooks/: HTTP 404', other.status === 404, other.status);
+  check('route: applied once', (await runs('stripe', id)) === 1);
+  expectOutcome('another method (PUT) reaches the database', await post('stripe', d.body, d.headers, 'PUT'),
+                200, 'duplicate');
+
+  // Over the layer's own limit (2 MB): refused before the call, in JSON.
+  const huge = stripeDelivery(`evt_${run}_huge`, 'charge.succeeded', { pad: 'x'.repeat(2 * 1024 * 1024 + 1) });
+  expectOutcome('body over the layer\'s 2 MB', await post('stripe', huge.body, huge.headers), 413, 'too_large');
+
+  // An encoded body is refused, not inflated: the bytes passed on are
+  // the bytes sent, and the sender is told why.
+  const gz = stripeDelivery(`evt_${run}_gzip`);
+  const { gzipSync } = await import('node:zlib');
+  expectOutcome('Content-Encoding: gzip', await post('stripe', gzipSync(gz.body),
+    { ...gz.headers, 'Content-Encoding': 'gzip' }), 415, 'unsupported_encoding');
+  check('gzip: nothing ran', (await runs('stripe', `evt_${run}_gzip`)) === 0);
+
+  // A chunked body: read and applied, or refused for want of a length
+  // (411), never a misleading signature failure.
+  const ch = stripeDelivery(`evt_${run}_chunked`);
+  const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(ch.body)); c.close(); } });
+  const chunked = await fetch(`${base}/webhooks/stripe`, { method: 'POST', headers: ch.headers, body: stream, duplex: 'half' });
+  const chunkedJson = await chunked.json().catch(() => null);
+  check('chunked body: applied (200) or length required (411)',
+        (chunked.status === 200 && chunkedJson?.status === 'applied') ||
+        (chunked.status === 411 && chunkedJson?.status === 'length_required'), [chunked.status, chunkedJson]);
 }
 
 // ---- GET /metrics

@@ -20,7 +20,6 @@ done
 
 password=$(openssl rand -hex 12)
 psql -X -q -d postgres -v password="$password" -f "$here/setup.sql" >/dev/null
-psql -X -q -d postgres -f "$here/handshake.sql" >/dev/null
 
 work=$(mktemp -d)
 pids=()

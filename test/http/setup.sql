@@ -1,6 +1,6 @@
 -- setup.sql - the database the HTTP test's receivers serve (test/http/run.sh):
 -- an application role owning a handler that logs every committed run in a
--- side table, four sources, and the login role the HTTP layers use (it may
+-- side table, five sources, and the login role the HTTP layers use (it may
 -- call apply_event and metrics() and nothing else). psql variable: password.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
@@ -53,6 +53,11 @@ SELECT webhook_idem.register_source(source => 'standard', scheme => 'standard',
 SELECT webhook_idem.register_source(source => 'slack', scheme => 'slack',
          secrets => ARRAY['slack-http-test-signing-secret'],
          handler => 'app.on_event(jsonb)', mode => 'sync');
+-- Meta's subscription check is a GET with the verify token in its query.
+SELECT webhook_idem.register_source(source => 'meta', scheme => 'meta',
+         secrets => ARRAY['meta-http-test-app-secret'],
+         handler => 'app.on_event(jsonb)', mode => 'sync',
+         options => '{"verify_token": "meta-http-test-verify-token"}');
 RESET ROLE;
 
 DROP ROLE IF EXISTS http_layer;
