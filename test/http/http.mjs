@@ -234,6 +234,20 @@ function standardDelivery(id, payload) {
         (chunked.status === 411 && chunkedJson?.status === 'length_required'), [chunked.status, chunkedJson]);
 }
 
+// ---- the database unreachable (its connections cut, logins refused, as
+// in a restart or a failover): every delivery still gets an answer, a 503
+// the sender retries; once it is back, the retry is applied, once.
+{
+  await db.query('ALTER ROLE http_layer NOLOGIN');
+  await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'http_layer'");
+  const d = stripeDelivery(`evt_${run}_down`);
+  for (let n = 1; n <= 10; n++) // the pool's (up to 8) dead connections, then failed logins
+    expectOutcome(`database unreachable, delivery ${n}`, await post('stripe', d.body, d.headers), 503, 'error');
+  await db.query('ALTER ROLE http_layer LOGIN');
+  expectOutcome('database back: the retry', await post('stripe', d.body, d.headers), 200, 'applied');
+  check('database back: applied once', (await runs('stripe', `evt_${run}_down`)) === 1);
+}
+
 // ---- GET /metrics
 {
   const res = await fetch(`${base}/metrics`);
