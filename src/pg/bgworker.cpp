@@ -138,11 +138,24 @@ ExtensionReady(void)
  * many were claimed, last attempts first (0 if none, or the extension is
  * not there).
  */
-static int
-ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
+typedef struct ClaimArgs
 {
+	ClaimedEvent *claimed;
+	int			max;
+	bool		ready;			/* out: the extension is there */
+	int			n;				/* out: how many were claimed */
+} ClaimArgs;
+
+static void
+ClaimBatchStep(void *arg)
+{
+	ClaimArgs  *a = (ClaimArgs *) arg;
+	ClaimedEvent *claimed = a->claimed;
+	int			max = a->max;
+	bool	   *ready = &a->ready;
 	int			n = 0;
 
+	a->n = 0;
 	if (batch_cxt == NULL)
 		batch_cxt = AllocSetContextCreate(TopMemoryContext, "webhook_idem worker batch",
 										  ALLOCSET_SMALL_SIZES);
@@ -204,7 +217,7 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	return n;
+	a->n = n;
 }
 
 /*
@@ -216,8 +229,10 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready)
  * record vanished together, so it is still applied once.
  */
 static void
-ApplyOne(const ClaimedEvent *ev)
+ApplyOneStep(void *arg)
 {
+	const ClaimedEvent *ev = (const ClaimedEvent *) arg;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (!ev->last)
@@ -239,11 +254,19 @@ ApplyOne(const ClaimedEvent *ev)
  * fail() does: retried after the source's backoff, or dead once
  * exhausted).
  */
+typedef struct FailureArgs
+{
+	const ClaimedEvent *ev;
+	const char *error;
+} FailureArgs;
+
 static void
-RecordWorkerFailure(const ClaimedEvent *ev, const char *error)
+RecordWorkerFailureStep(void *arg)
 {
 	static const Oid argtypes[3] = {INT8OID, INT4OID, TEXTOID};
 	static SPIPlanPtr plan = NULL;
+	const ClaimedEvent *ev = ((FailureArgs *) arg)->ev;
+	const char *error = ((FailureArgs *) arg)->error;
 	Datum		args[3];
 
 	SetCurrentStatementStartTimestamp();
@@ -278,47 +301,98 @@ WorkerCheckForInterrupts(void)
 }
 
 /*
- * ApplyOne, with an error that escapes it (a cancel, pg_cancel_backend()
- * or a handler raising query_canceled itself, which RunHandler re-raises as
- * a session's call would; anything else its rules let through) ending
- * that event's attempt only: the transaction is rolled back, the attempt
- * recorded as failed, and the worker goes on with the rest of its claim.
- * Left to end the process, one such event cost every other event of the
- * claim an attempt, a last one included. (FATAL, e.g. a SIGTERM, still
- * ends the process.) No C++ object lives in the frames the error leaves.
+ * Runs one of the worker's transactions (step starts and commits its own)
+ * so that an error escaping it ends that transaction only: rolled back,
+ * logged, and the worker goes on. Returns NULL, or the error as "message
+ * (SQLSTATE xxxxx)" (palloc'd in the caller's context). An error here is a
+ * cancel (pg_cancel_backend(), a handler raising query_canceled itself,
+ * which RunHandler re-raises as a session's call would) or anything a
+ * transaction's rules let through; left to end the process, it would cost
+ * every other event of the claim an attempt, a last one included, and
+ * keep the worker away for its restart time (10 s). A cancel is spent on
+ * the statement it cancelled, as PostgresMain forgets one after an error.
+ * FATAL (a SIGTERM) still ends the process. No C++ object lives in the
+ * frames the error leaves.
  */
-static void
-ApplyOneGuarded(const ClaimedEvent *ev)
+static char *
+RunGuarded(void (*step)(void *), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile error = NULL;
 
 	PG_TRY();
 	{
-		ApplyOne(ev);
+		step(arg);
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		char	   *error;
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
-		/* A cancel is spent on the statement it cancelled, as PostgresMain
-		 * forgets one after an error: none may end the worker later. */
 		QueryCancelPending = false;
 		AbortCurrentTransaction();
 		MemoryContextSwitchTo(cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		error = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return error;
+}
+
+/*
+ * Applies a claimed event; an error that escapes its transaction ends that
+ * event's attempt only, recorded as failed with the error (through fail(),
+ * under the claim's fencing token), and the worker goes on with the rest
+ * of its claim. If even that record fails, the attempt stays counted by
+ * the claim, and the event is taken again when its lease runs out.
+ */
+static void
+ApplyOneGuarded(const ClaimedEvent *ev)
+{
+	char	   *error = RunGuarded(ApplyOneStep, (void *) ev);
+
+	if (error != NULL)
+	{
+		FailureArgs fa = {ev, error};
+		char	   *again;
+
 		ereport(LOG,
 				(errmsg("webhook_idem worker: the attempt on event %lld failed: %s",
 						(long long) ev->id, error)));
-		FreeErrorData(edata);
-		RecordWorkerFailure(ev, error);
+		if ((again = RunGuarded(RecordWorkerFailureStep, &fa)) != NULL)
+		{
+			ereport(LOG,
+					(errmsg("webhook_idem worker: recording the failed attempt on event %lld failed: %s",
+							(long long) ev->id, again),
+					 errdetail("The attempt stays counted; the event is taken again when its lease runs out.")));
+			pfree(again);
+		}
 		pfree(error);
 	}
-	PG_END_TRY();
+}
+
+/*
+ * Claims a batch (ClaimBatchStep); a claim that fails (a cancel, say) has
+ * claimed nothing, since its transaction rolled back, and is logged.
+ */
+static int
+ClaimBatch(ClaimedEvent *claimed, int max, bool *ready, bool *failed)
+{
+	ClaimArgs	a = {claimed, max, true, 0};
+	char	   *error = RunGuarded(ClaimBatchStep, &a);
+
+	*failed = error != NULL;
+	if (error != NULL)
+	{
+		ereport(LOG, (errmsg("webhook_idem worker: claiming events failed: %s", error)));
+		pfree(error);
+		return 0;
+	}
+	*ready = a.ready;
+	return a.n;
 }
 
 /*
@@ -327,9 +401,18 @@ ApplyOneGuarded(const ClaimedEvent *ev)
  * its own: while the worker lives, no one takes them over. Its commit
  * need not be flushed: lost in a crash, the leases just run out sooner.
  */
-static void
-ExtendClaims(const ClaimedEvent *claimed, int n)
+typedef struct ExtendArgs
 {
+	const ClaimedEvent *claimed;
+	int			n;
+} ExtendArgs;
+
+static void
+ExtendClaimsStep(void *arg)
+{
+	const ClaimedEvent *claimed = ((ExtendArgs *) arg)->claimed;
+	int			n = ((ExtendArgs *) arg)->n;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
@@ -352,6 +435,21 @@ ExtendClaims(const ClaimedEvent *claimed, int n)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+}
+
+/* ExtendClaimsStep; a renewal that fails is logged, and the leases run
+ * out as they would have (the events are taken again then). */
+static void
+ExtendClaims(const ClaimedEvent *claimed, int n)
+{
+	ExtendArgs	a = {claimed, n};
+	char	   *error = RunGuarded(ExtendClaimsStep, &a);
+
+	if (error != NULL)
+	{
+		ereport(LOG, (errmsg("webhook_idem worker: renewing leases failed: %s", error)));
+		pfree(error);
+	}
 }
 
 /*
@@ -394,6 +492,7 @@ webhook_idem_worker_main(Datum main_arg)
 	{
 		ClaimedEvent claimed[WI_CLAIM_BATCH];
 		bool		ready = true;
+		bool		failed = false;
 		int			wait_ms = WI_IDLE_MS;
 		int			n;
 
@@ -413,7 +512,7 @@ webhook_idem_worker_main(Datum main_arg)
 			uint64		ordered_before = OrderedTakes();
 			TimestampTz leased_at;
 
-			if ((n = ClaimBatch(claimed, max, &ready)) == 0)
+			if ((n = ClaimBatch(claimed, max, &ready, &failed)) == 0)
 				break;
 			leased_at = GetCurrentTimestamp();
 
@@ -468,6 +567,14 @@ webhook_idem_worker_main(Datum main_arg)
 									 PG_WAIT_EXTENSION);
 				WorkerCheckForInterrupts();
 			}
+		}
+		if (failed)
+		{
+			/* A claim that raised is tried again a second later, however
+			 * often intake sets the latch meanwhile: an error that comes
+			 * back (a catalog an owner broke) is logged once a second. */
+			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, WI_IDLE_MS, PG_WAIT_EXTENSION);
+			continue;
 		}
 		if (!ready)
 			wait_ms = 10 * WI_IDLE_MS;	/* the extension is not installed (yet) */

@@ -3,7 +3,8 @@
 # they start with the server, are woken through their latch when events
 # are queued, drain a burst with nothing lost or doubled, park a poisoned
 # event as dead, fail only the attempt of an event whose handler was
-# cancelled (the worker goes on with its claim), obey
+# cancelled (the worker goes on with its claim), survive a cancel during a
+# claim, obey
 # webhook_idem.handler_timeout, count an attempt that
 # was killed mid-handler (kill -9:
 # the claim was committed before the handler ran) and apply the event once
@@ -163,6 +164,31 @@ is($node->safe_psql('postgres', "SELECT string_agg(attempt::text, ',') FROM appl
 	'2', 'the cancelled attempt left no effect; the second applied it');
 is($node->safe_psql('postgres', $worker_pids), $pids_before, 'the cancelled worker did not exit');
 $canceller->query_safe('SELECT pg_advisory_unlock(42)');
+
+# 3c. A cancel during a worker's claim (not in a handler): the claim rolls
+# back, having taken nothing, and the worker, the same process, claims
+# again. The claim's walk reads event_order, here locked by another
+# session, so the worker waits there until it is cancelled; intake of an
+# unordered source never reads it.
+$canceller->query_safe('BEGIN');
+$canceller->query_safe('LOCK TABLE webhook_idem.event_order IN ACCESS EXCLUSIVE MODE');
+enqueue('claim_cancel', 'plain');
+my $waiting_claim = q{SELECT count(*) > 0 FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'relation'};
+ok($node->poll_query_until('postgres', $waiting_claim), 'a worker waits in its claim');
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'relation'});
+ok( $node->wait_for_log(qr/webhook_idem worker: claiming events failed: canceling statement due to user request/,
+		$log_offset),
+	'the cancelled claim is logged');
+ok($node->poll_query_until('postgres', $waiting_claim), 'the worker claims again');
+$canceller->query_safe('COMMIT');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' AND attempts = 1 FROM webhook_idem.events WHERE event_id = 'claim_cancel'"),
+	'the event is applied at its first attempt once the lock is gone');
+is($node->safe_psql('postgres', $worker_pids), $pids_before, 'the worker whose claim was cancelled did not exit');
 $canceller->quit;
 
 # 4. kill -9 of a worker in the middle of a handler.
