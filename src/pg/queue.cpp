@@ -12,6 +12,7 @@
 #include "pg/ordering.h"
 
 extern "C" {
+#include "storage/proc.h"
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_claim_next);
@@ -52,6 +53,52 @@ BuryExpiredLease(const EventRow *row)
 	NoteOrderAdvance();			/* a dead event holds no entity back */
 }
 
+/* DueScanHint's candidates, for the next DueScanInit (in TopMemoryContext). */
+static int64 *hint_ids = NULL;
+static int	n_hint_ids = 0;
+static int	cap_hint_ids = 0;
+static bool hint_walk = true;
+static LocalTransactionId hint_lxid = InvalidLocalTransactionId;	/* the claim's */
+
+void
+DueScanHint(const int64 *finished, int n, bool walk)
+{
+	static const Oid argtypes[1] = {INT8ARRAYOID};
+	static SPIPlanPtr plan = NULL;
+	Datum	   *elems;
+	Datum		arg;
+	int			rc;
+
+	n_hint_ids = 0;
+	hint_walk = true;
+	hint_lxid = MyProc->lxid;
+	if (n <= 0 || !OrderingInstalled() || EventsDistributed())
+		return;
+	elems = (Datum *) palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum(finished[i]);
+	arg = PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	rc = SPI_execute_plan(KeepPlan(&plan, WI_ENTITY_HEADS_SQL, 1, argtypes), &arg, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "finding the heads of entities failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > (uint64) cap_hint_ids)
+	{
+		cap_hint_ids = (int) SPI_processed;
+		hint_ids = hint_ids == NULL
+			? (int64 *) MemoryContextAlloc(TopMemoryContext, sizeof(int64) * cap_hint_ids)
+			: (int64 *) repalloc(hint_ids, sizeof(int64) * cap_hint_ids);
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			hint_ids[n_hint_ids++] = DatumGetInt64(d);
+	}
+	hint_walk = walk || n_hint_ids == 0;
+}
+
 void
 DueScanInit(DueScan *scan, text *source)
 {
@@ -62,6 +109,30 @@ DueScanInit(DueScan *scan, text *source)
 	scan->cap_skip_sources = 4;
 	scan->skip_sources = (Datum *) palloc(sizeof(Datum) * scan->cap_skip_sources);
 	TIMESTAMP_NOBEGIN(scan->after);
+	/* The hints are this scan's, and only this one's (in the claim's
+	 * transaction: a scan in another, if that claim failed first, walks). */
+	scan->walk = hint_walk || hint_lxid != MyProc->lxid;
+	if (n_hint_ids > 0 && hint_lxid == MyProc->lxid)
+	{
+		scan->hints = (int64 *) palloc(sizeof(int64) * n_hint_ids);
+		memcpy(scan->hints, hint_ids, sizeof(int64) * n_hint_ids);
+		scan->n_hints = n_hint_ids;
+	}
+	n_hint_ids = 0;
+	hint_walk = true;
+}
+
+/* True if the scan passes over event id, or over source. */
+static bool
+ScanSkips(const DueScan *scan, int64 id, const char *source)
+{
+	for (int i = 0; i < scan->n_skip; i++)
+		if (scan->skip[i] == id)
+			return true;
+	for (int i = 0; i < scan->n_skip_sources; i++)
+		if (strcmp(TextDatumGetCString(scan->skip_sources[i]), source) == 0)
+			return true;
+	return scan->source != NULL && strcmp(text_to_cstring(scan->source), source) != 0;
 }
 
 void
@@ -223,6 +294,20 @@ DueScanNext(DueScan *scan, EventRow *row)
 	 */
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
+
+	/* DueScanHint's candidates first: each row-locked as the walk would
+	 * lock it (never waiting), returned only if it is due. */
+	while (scan->next_hint < scan->n_hints)
+	{
+		int64		id = scan->hints[scan->next_hint++];
+
+		if (scan->n_skip >= WI_MAX_BATCH)
+			return 0;
+		if (LockEventRow(id, true, row) && EventIsDue(row) && !ScanSkips(scan, id, row->source))
+			return id;
+	}
+	if (!scan->walk)
+		return 0;
 
 	for (;;)
 	{

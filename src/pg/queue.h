@@ -28,22 +28,36 @@
  * sources). Part of every worker's due rule (DueScanNext), and checked
  * again under the entity's lock (TakeOrderedEvent).
  *
- * The older version's events row is read by a scalar subquery, which the
- * planner never turns into a join, so it is looked up by its primary key
- * whatever the statistics say: the subquery has no status condition that
- * a partial index could serve. As a join, statistics taken while nothing
- * was due let the planner read it through a due index, the whole index for
- * each older version (test/t/042_due_scan_plan.pl).
+ * Written as scalar subqueries, which the planner never turns into joins:
+ * the entity's other versions are looked up by (source, entity) and the
+ * row comparison (version, id) < (its own) on event_order_entity_idx, in
+ * its order, stopping at the first unfinished one; each one's events row
+ * by its primary key (the subquery has no status condition that a partial
+ * index could serve). Both hold whatever the statistics say. Statistics
+ * taken while every order row was done (so that NOT done looked like no
+ * row at all) made the join of an earlier form read every unfinished
+ * version of every entity for each check, and each version's events row
+ * through a due index, whole (test/t/042_due_scan_plan.pl).
  */
+#define WI_FIRST_UNFINISHED_SQL(o, below) \
+	"(SELECT p.id FROM webhook_idem.event_order p" \
+	"  WHERE p.source OPERATOR(pg_catalog.=) " o ".source AND p.entity OPERATOR(pg_catalog.=) " o ".entity" \
+	"    AND NOT p.done" below \
+	"    AND (SELECT pe.status FROM webhook_idem.events pe WHERE pe.id OPERATOR(pg_catalog.=) p.id)" \
+	"        OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")" \
+	"  ORDER BY p.version, p.id LIMIT 1)"
 #define WI_ORDER_HEAD_SQL(id) \
-	"NOT EXISTS (SELECT FROM webhook_idem.event_order o" \
-	" JOIN webhook_idem.event_order p ON p.source OPERATOR(pg_catalog.=) o.source" \
-	"  AND p.entity OPERATOR(pg_catalog.=) o.entity AND NOT p.done" \
-	"  AND (p.version OPERATOR(pg_catalog.<) o.version" \
-	"       OR (p.version OPERATOR(pg_catalog.=) o.version AND p.id OPERATOR(pg_catalog.<) o.id))" \
-	" WHERE o.id OPERATOR(pg_catalog.=) " id \
-	"   AND (SELECT pe.status FROM webhook_idem.events pe WHERE pe.id OPERATOR(pg_catalog.=) p.id)" \
-	"       OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES "))"
+	"COALESCE((SELECT " \
+	WI_FIRST_UNFINISHED_SQL("o", " AND (p.version, p.id) OPERATOR(pg_catalog.<) (o.version, o.id)") \
+	" IS NULL FROM webhook_idem.event_order o WHERE o.id OPERATOR(pg_catalog.=) " id "), true)"
+
+/* "The heads now of the entities of the events $1" (an int8[]): for each
+ * of them that has an order row, the oldest unfinished event of its
+ * entity, as WI_ORDER_HEAD_SQL orders them (NULL for an entity with none).
+ * The in-database workers' candidates for their next claim (DueScanHint). */
+#define WI_ENTITY_HEADS_SQL \
+	"SELECT DISTINCT " WI_FIRST_UNFINISHED_SQL("o", "") \
+	" FROM webhook_idem.event_order o WHERE o.id OPERATOR(pg_catalog.=) ANY ($1)"
 
 /* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
  * (its retry time has come) or processing (its lease ran out), with
@@ -82,6 +96,10 @@ typedef struct DueScan
 	int			n_skip_sources;
 	int			cap_skip_sources;
 	TimestampTz after;			/* due no earlier than the last one taken */
+	int64	   *hints;			/* candidates tried before the walk (DueScanHint) */
+	int			n_hints;
+	int			next_hint;
+	bool		walk;			/* false: the hints only */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
 	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
@@ -89,6 +107,18 @@ typedef struct DueScan
 
 /* Starts a walk over the due events of source (NULL: every source). */
 void		DueScanInit(DueScan *scan, text *source);
+
+/* For the next DueScanInit of this backend only (an in-database worker's
+ * next claim): the heads now of the entities of the events finished (the
+ * ids of its last claim), tried first, each only if due and free, and
+ * taken only as TakeDueEvent allows, like any event the walk reads. So an
+ * entity's next version is taken as soon as its head is applied, without
+ * a walk over every due event: with walk false, the claim reads the hints
+ * only (one that takes none of them should walk next). Without this, a
+ * backlog of many versions of a few entities costs each claim a walk over
+ * all of it, for one event of each entity (docs/ordering.md). Call it
+ * connected to SPI, in the claim's transaction. */
+void		DueScanHint(const int64 *finished, int n, bool walk);
 
 /* The oldest due event not passed over that no one else holds, row-locked
  * for us and read into *row; 0 if there is none, or once the call has
