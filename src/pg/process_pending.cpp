@@ -32,11 +32,8 @@ ProcessOne(const EventRow *row)
 
 	if (!TakeDueEvent(row, &src))
 		return false;
-	if (LeaseExpiredOnLastAttempt(src, row))
-	{
-		BuryExpiredLease(row);
+	if (BurySpentEvent(src, row))
 		return true;
-	}
 	(void) AttemptKnownEvent(src, row, false, &res);
 	return true;
 }

@@ -2,9 +2,9 @@
  * queue.cpp - the queue's rules (queue.h) and the worker functions built on
  * them: webhook_idem.claim_next, complete, fail and extend. process_pending
  * (process_pending.cpp) takes events through the same TakeDueEvent, buries
- * expired last leases with the same BuryExpiredLease, and records attempts
- * with the same RecordAttempt, so SQL-driven and C-driven workers follow
- * one set of rules.
+ * spent ones with the same BurySpentEvent, and records attempts with the
+ * same RecordAttempt, so SQL-driven and C-driven workers follow one set of
+ * rules.
  */
 #include "pg/queue.h"
 
@@ -43,14 +43,23 @@ LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row)
 		AttemptsExhausted(src, row->attempts, row->attempts_base);
 }
 
-void
-BuryExpiredLease(const EventRow *row)
+bool
+BurySpentEvent(const WiSource *src, const EventRow *row)
 {
+	const char *why;
+
+	if (LeaseExpiredOnLastAttempt(src, row))
+		why = "lease expired on the last attempt";
+	else if (row->attempts == PG_INT32_MAX)
+		why = "no attempt number left (attempts is 2147483647)";	/* a direct write */
+	else
+		return false;
 	RecordAttempt(row, WI_DEAD, row->attempts, NULL,
-				  psprintf("%s%slease expired on the last attempt",
-						   row->last_error ? row->last_error : "", row->last_error ? "; " : ""),
+				  psprintf("%s%s%s", row->last_error ? row->last_error : "",
+						   row->last_error ? "; " : "", why),
 				  false, NULL, NULL);
 	NoteOrderAdvance();			/* a dead event holds no entity back */
+	return true;
 }
 
 /* DueScanHint's candidates, for the next DueScanInit (in TopMemoryContext). */
@@ -566,11 +575,8 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 			DueScanSkipEvent(&scan, id);
 			continue;
 		}
-		if (LeaseExpiredOnLastAttempt(src, &row))
-		{
-			BuryExpiredLease(&row);
+		if (BurySpentEvent(src, &row))
 			continue;
-		}
 		LeaseEvent(lease, &row);
 		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));
 		claimed++;
