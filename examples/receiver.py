@@ -40,13 +40,16 @@ def query(sql, args=()):
                 pool.putconn(conn, close=bool(conn.closed))
 
 class Receiver(BaseHTTPRequestHandler):
+    head = False  # a HEAD request: headers only
+
     def answer(self, code, reply, reply_type):
         reply = reply.encode()
         self.send_response(code)
         self.send_header("Content-Type", reply_type)
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
-        self.wfile.write(reply)
+        if not self.head:
+            self.wfile.write(reply)
 
     def refuse(self, code, status, detail):
         self.answer(code, json.dumps({"status": status, "event_id": None, "detail": detail}), "application/json")
@@ -55,26 +58,42 @@ class Receiver(BaseHTTPRequestHandler):
         route = ROUTE.match(self.path.split("?")[0])
         if not route:
             return self.refuse(404, "not_found", "POST to /webhooks/<source>")
+        try:
+            source = unquote(route.group(1), errors="strict")
+        except UnicodeDecodeError:
+            source = None
+        if not source or "%" in re.sub(r"%[0-9A-Fa-f]{2}", "", route.group(1)) or any(c < " " for c in source):
+            return self.refuse(400, "bad_request", "the source in the path is not a name")
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             return self.refuse(411, "length_required", "this layer reads bodies with a Content-Length")
-        if self.headers.get("Content-Encoding", "identity").lower() != "identity":
+        if self.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity"):
             return self.refuse(415, "unsupported_encoding", "this layer passes bodies as sent, not encoded")
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit():  # negative, or not a number: the body cannot be read
+            self.close_connection = True
+            return self.refuse(400, "bad_request", "Content-Length is not a length")
+        if int(length) > MAX_BODY:
             self.close_connection = True  # the body is not read
-            return self.refuse(413, "too_large", "body is %d bytes; this layer accepts %d" % (length, MAX_BODY))
-        body = self.rfile.read(length)  # bytes, untouched
+            return self.refuse(413, "too_large", "body is %s bytes; this layer accepts %d" % (length, MAX_BODY))
+        body = self.rfile.read(int(length))  # bytes, untouched
         headers = {}
         for name, value in self.headers.items():  # a repeated header becomes a list
             headers.setdefault(name, []).append(value)
         url = os.environ.get("PUBLIC_URL", "http://" + self.headers.get("Host", "")) + self.path
-        row, error = query(SQL, (unquote(route.group(1)), body, json.dumps(headers), url, self.command))
+        row, error = query(SQL, (source, body, json.dumps(headers), url, self.command))
         status, code, event_id, detail, reply, reply_type = row or ("error", 503, None, error, None, None)
         if reply is None:
             reply, reply_type = json.dumps({"status": status, "event_id": event_id, "detail": detail}), "application/json"
         self.answer(code, reply, reply_type or "text/plain")
 
-    do_PUT = do_PATCH = do_DELETE = do_POST
+    do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
+
+    def do_HEAD(self):  # answered as a GET, without the body
+        self.head = True
+        try:
+            self.do_GET()
+        finally:
+            self.head = False
 
     def do_GET(self):  # a handshake may be a GET (meta's hub.challenge)
         if self.path != "/metrics":

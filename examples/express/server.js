@@ -30,6 +30,10 @@ app.disable('etag'); // answers are never cached: no need to hash each one
 // bytes passed on are the bytes sent.
 const rawBody = express.raw({ type: () => true, limit: '2mb', inflate: false });
 app.all('/webhooks/:source', rawBody, async (req, res) => {
+  if (/[\x00-\x1f]/.test(req.params.source)) { // e.g. %00: no source is named so
+    res.status(400).json({ status: 'bad_request', event_id: null, detail: 'the source in the path is not a name' });
+    return;
+  }
   const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   const headers = {}; // names as sent; a repeated header becomes an array
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -71,7 +75,7 @@ app.get('/metrics', async (req, res) => {
 // body): a JSON answer like the database's, never a stack trace.
 app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
   const code = err.status || err.statusCode || 500;
-  const status = { 413: 'too_large', 415: 'unsupported_encoding' }[code] || 'error';
+  const status = { 400: 'bad_request', 413: 'too_large', 415: 'unsupported_encoding' }[code] || 'error';
   res.status(code).json({ status, event_id: null, detail: code < 500 ? err.message : 'error' });
   if (code >= 500) console.error(err);
 });

@@ -234,6 +234,37 @@ function standardDelivery(id, payload) {
         (chunked.status === 411 && chunkedJson?.status === 'length_required'), [chunked.status, chunkedJson]);
 }
 
+// ---- requests a sender could not mean: a Content-Length that is not a
+// length, a source that does not decode to a name, HEAD and OPTIONS, an
+// empty Content-Encoding. Each is answered, 400 where it cannot be served.
+{
+  const net = await import('node:net');
+  // Sends raw request text; resolves to the status code of the answer
+  // (0 if the connection closed without one, within 5 s).
+  const raw = (text) => new Promise((resolve) => {
+    const { hostname, port } = new URL(base);
+    const socket = net.connect(Number(port), hostname, () => socket.write(text));
+    let got = '';
+    const done = () => { socket.destroy(); resolve(Number((/^HTTP\/1\.[01] (\d{3})/.exec(got) || [])[1] || 0)); };
+    socket.setTimeout(5000, done);
+    socket.on('data', (d) => { got += d; if (/\r\n\r\n/.test(got)) done(); });
+    socket.on('error', done);
+    socket.on('end', done);
+  });
+  for (const length of ['-1', 'abc'])
+    check(`Content-Length: ${length}: HTTP 400`,
+          (await raw(`POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n{}`)) === 400);
+  for (const path of ['%00', '%ZZ', 'a%0Ab'])
+    expectOutcome(`source ${path}`, await post(path, '{}', { 'Content-Type': 'application/json' }), 400, 'bad_request');
+  const options = await post('stripe', '{}', { 'Content-Type': 'application/json' }, 'OPTIONS');
+  expectOutcome('OPTIONS reaches the database', options, 401, 'invalid_signature');
+  const head = await fetch(`${base}/webhooks/stripe`, { method: 'HEAD' });
+  check('HEAD: the status a GET gets (401), no body', head.status === 401 && (await head.text()) === '', head.status);
+  const e = stripeDelivery(`evt_${run}_noenc`);
+  expectOutcome('an empty Content-Encoding', await post('stripe', e.body, { ...e.headers, 'Content-Encoding': '' }),
+                200, 'applied');
+}
+
 // ---- the database unreachable (its connections cut, logins refused, as
 // in a restart or a failover): every delivery still gets an answer, a 503
 // the sender retries; once it is back, the retry is applied, once.
