@@ -144,16 +144,13 @@ static TimestampTz last_walk_at = 0;
  * of ordered entities the claims follow. */
 #define WI_HINT_WALK_MS 250
 
-/* True if the next claim walks the due events (and notes when). */
+/* True if the next claim walks the due events rather than follow the
+ * last claim's entities. */
 static bool
 WalkDue(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-
-	if (n_finished > 0 && !TimestampDifferenceExceeds(last_walk_at, now, WI_HINT_WALK_MS))
-		return false;
-	last_walk_at = now;
-	return true;
+	return n_finished == 0 ||
+		TimestampDifferenceExceeds(last_walk_at, GetCurrentTimestamp(), WI_HINT_WALK_MS);
 }
 
 typedef struct ClaimArgs
@@ -208,7 +205,9 @@ ClaimBatchStep(void *arg)
 		 */
 		for (bool walk = WalkDue();; walk = true)
 		{
-			DueScanHint(finished_ids, walk ? 0 : n_finished, walk);
+			if (walk)
+				last_walk_at = GetCurrentTimestamp();
+			DueScanHint(finished_ids, walk ? 0 : n_finished);
 			args[1] = Int32GetDatum(max - n);
 			rc = SPI_execute_plan(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
 										   " FROM webhook_idem.claim_next(NULL, $1, $2)",
@@ -249,7 +248,6 @@ ClaimBatchStep(void *arg)
 			}
 			if (walk || n > 0)
 				break;
-			last_walk_at = GetCurrentTimestamp();
 		}
 		n_finished = 0;
 	}
@@ -287,18 +285,18 @@ ApplyOneStep(void *arg)
 	CommitTransactionCommand();
 }
 
-/*
- * Records the claimed event's attempt as failed, with the error that ended
- * it, in a transaction of its own (under the claim's fencing token, as
- * fail() does: retried after the source's backoff, or dead once
- * exhausted).
- */
 typedef struct FailureArgs
 {
 	const ClaimedEvent *ev;
 	const char *error;
 } FailureArgs;
 
+/*
+ * Records the claimed event's attempt as failed, with the error that ended
+ * it, in a transaction of its own (under the claim's fencing token, as
+ * fail() does: retried after the source's backoff, or dead once
+ * exhausted).
+ */
 static void
 RecordWorkerFailureStep(void *arg)
 {
@@ -342,8 +340,10 @@ WorkerCheckForInterrupts(void)
 /*
  * Runs one of the worker's transactions (step starts and commits its own)
  * so that an error escaping it ends that transaction only: rolled back,
- * logged, and the worker goes on. Returns NULL, or the error as "message
- * (SQLSTATE xxxxx)" (palloc'd in the caller's context). An error here is a
+ * logged as "webhook_idem worker: <what> [<event id>] failed: ..." (id
+ * when it is not 0; detail, if not NULL, as the log entry's detail), and
+ * the worker goes on. Returns NULL, or the error as "message (SQLSTATE xxxxx)" (palloc'd
+ * in the caller's context, for the caller to free). An error here is a
  * cancel (pg_cancel_backend(), a handler raising query_canceled itself,
  * which RunHandler re-raises as a session's call would) or anything a
  * transaction's rules let through; left to end the process, it would cost
@@ -354,7 +354,7 @@ WorkerCheckForInterrupts(void)
  * frames the error leaves.
  */
 static char *
-RunGuarded(void (*step)(void *), void *arg)
+RunGuarded(void (*step)(void *), void *arg, const char *what, int64 id, const char *detail)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char	   *volatile error = NULL;
@@ -376,6 +376,14 @@ RunGuarded(void (*step)(void *), void *arg)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		error = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
 		FreeErrorData(edata);
+		if (id != 0)
+			ereport(LOG,
+					(errmsg("webhook_idem worker: %s %lld failed: %s", what, (long long) id, error),
+					 detail ? errdetail_internal("%s", detail) : 0));
+		else
+			ereport(LOG,
+					(errmsg("webhook_idem worker: %s failed: %s", what, error),
+					 detail ? errdetail_internal("%s", detail) : 0));
 	}
 	PG_END_TRY();
 	return error;
@@ -391,24 +399,17 @@ RunGuarded(void (*step)(void *), void *arg)
 static void
 ApplyOneGuarded(const ClaimedEvent *ev)
 {
-	char	   *error = RunGuarded(ApplyOneStep, (void *) ev);
+	char	   *error = RunGuarded(ApplyOneStep, (void *) ev, "the attempt on event", ev->id, NULL);
 
 	if (error != NULL)
 	{
 		FailureArgs fa = {ev, error};
-		char	   *again;
+		char	   *again = RunGuarded(RecordWorkerFailureStep, &fa,
+									   "recording the failed attempt on event", ev->id,
+									   "The attempt stays counted; the event is taken again when its lease runs out.");
 
-		ereport(LOG,
-				(errmsg("webhook_idem worker: the attempt on event %lld failed: %s",
-						(long long) ev->id, error)));
-		if ((again = RunGuarded(RecordWorkerFailureStep, &fa)) != NULL)
-		{
-			ereport(LOG,
-					(errmsg("webhook_idem worker: recording the failed attempt on event %lld failed: %s",
-							(long long) ev->id, again),
-					 errdetail("The attempt stays counted; the event is taken again when its lease runs out.")));
+		if (again != NULL)
 			pfree(again);
-		}
 		pfree(error);
 	}
 }
@@ -421,12 +422,11 @@ static int
 ClaimBatch(ClaimedEvent *claimed, int max, bool *ready, bool *failed)
 {
 	ClaimArgs	a = {claimed, max, true, 0};
-	char	   *error = RunGuarded(ClaimBatchStep, &a);
+	char	   *error = RunGuarded(ClaimBatchStep, &a, "claiming events", 0, NULL);
 
 	*failed = error != NULL;
 	if (error != NULL)
 	{
-		ereport(LOG, (errmsg("webhook_idem worker: claiming events failed: %s", error)));
 		pfree(error);
 		return 0;
 	}
@@ -434,18 +434,18 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready, bool *failed)
 	return a.n;
 }
 
-/*
- * Renews the leases of the claimed events still waiting for their turn
- * (each only if the claim is still this worker's), in a transaction of
- * its own: while the worker lives, no one takes them over. Its commit
- * need not be flushed: lost in a crash, the leases just run out sooner.
- */
 typedef struct ExtendArgs
 {
 	const ClaimedEvent *claimed;
 	int			n;
 } ExtendArgs;
 
+/*
+ * Renews the leases of the claimed events still waiting for their turn
+ * (each only if the claim is still this worker's), in a transaction of
+ * its own: while the worker lives, no one takes them over. Its commit
+ * need not be flushed: lost in a crash, the leases just run out sooner.
+ */
 static void
 ExtendClaimsStep(void *arg)
 {
@@ -482,13 +482,10 @@ static void
 ExtendClaims(const ClaimedEvent *claimed, int n)
 {
 	ExtendArgs	a = {claimed, n};
-	char	   *error = RunGuarded(ExtendClaimsStep, &a);
+	char	   *error = RunGuarded(ExtendClaimsStep, &a, "renewing leases", 0, NULL);
 
 	if (error != NULL)
-	{
-		ereport(LOG, (errmsg("webhook_idem worker: renewing leases failed: %s", error)));
 		pfree(error);
-	}
 }
 
 /*

@@ -66,11 +66,10 @@ BurySpentEvent(const WiSource *src, const EventRow *row)
 static int64 *hint_ids = NULL;
 static int	n_hint_ids = 0;
 static int	cap_hint_ids = 0;
-static bool hint_walk = true;
 static LocalTransactionId hint_lxid = InvalidLocalTransactionId;	/* the claim's */
 
 void
-DueScanHint(const int64 *finished, int n, bool walk)
+DueScanHint(const int64 *finished, int n)
 {
 	static const Oid argtypes[1] = {INT8ARRAYOID};
 	static SPIPlanPtr plan = NULL;
@@ -79,7 +78,6 @@ DueScanHint(const int64 *finished, int n, bool walk)
 	int			rc;
 
 	n_hint_ids = 0;
-	hint_walk = true;
 	hint_lxid = MyProc->lxid;
 	if (n <= 0 || !OrderingInstalled() || EventsDistributed())
 		return;
@@ -105,7 +103,6 @@ DueScanHint(const int64 *finished, int n, bool walk)
 		if (!isnull)
 			hint_ids[n_hint_ids++] = DatumGetInt64(d);
 	}
-	hint_walk = walk || n_hint_ids == 0;
 }
 
 void
@@ -120,7 +117,6 @@ DueScanInit(DueScan *scan, text *source)
 	TIMESTAMP_NOBEGIN(scan->after);
 	/* The hints are this scan's, and only this one's (in the claim's
 	 * transaction: a scan in another, if that claim failed first, walks). */
-	scan->walk = hint_walk || hint_lxid != MyProc->lxid;
 	if (n_hint_ids > 0 && hint_lxid == MyProc->lxid)
 	{
 		scan->hints = (int64 *) palloc(sizeof(int64) * n_hint_ids);
@@ -128,7 +124,6 @@ DueScanInit(DueScan *scan, text *source)
 		scan->n_hints = n_hint_ids;
 	}
 	n_hint_ids = 0;
-	hint_walk = true;
 }
 
 /* True if the scan passes over event id, or over source. */
@@ -304,8 +299,8 @@ DueScanNext(DueScan *scan, EventRow *row)
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
 
-	/* DueScanHint's candidates first: each row-locked as the walk would
-	 * lock it (never waiting), returned only if it is due. */
+	/* DueScanHint's candidates instead of the walk: each row-locked as the
+	 * walk would lock it (never waiting), returned only if it is due. */
 	while (scan->next_hint < scan->n_hints)
 	{
 		int64		id = scan->hints[scan->next_hint++];
@@ -315,7 +310,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 		if (LockEventRow(id, true, row) && EventIsDue(row) && !ScanSkips(scan, id, row->source))
 			return id;
 	}
-	if (!scan->walk)
+	if (scan->n_hints > 0)
 		return 0;
 
 	for (;;)

@@ -100,10 +100,9 @@ typedef struct DueScan
 	int			n_skip_sources;
 	int			cap_skip_sources;
 	TimestampTz after;			/* due no earlier than the last one taken */
-	int64	   *hints;			/* candidates tried before the walk (DueScanHint) */
+	int64	   *hints;			/* candidates tried instead of the walk (DueScanHint) */
 	int			n_hints;
 	int			next_hint;
-	bool		walk;			/* false: the hints only */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
 	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
@@ -114,15 +113,16 @@ void		DueScanInit(DueScan *scan, text *source);
 
 /* For the next DueScanInit of this backend only (an in-database worker's
  * next claim): the heads now of the entities of the events finished (the
- * ids of its last claim), tried first, each only if due and free, and
- * taken only as TakeDueEvent allows, like any event the walk reads. So an
- * entity's next version is taken as soon as its head is applied, without
- * a walk over every due event: with walk false, the claim reads the hints
- * only (one that takes none of them should walk next). Without this, a
- * backlog of many versions of a few entities costs each claim a walk over
- * all of it, for one event of each entity (docs/ordering.md). Call it
- * connected to SPI, in the claim's transaction. */
-void		DueScanHint(const int64 *finished, int n, bool walk);
+ * ids of its last claim), tried instead of a walk over the due events,
+ * each only if due and free, and taken only as TakeDueEvent allows, like
+ * any event the walk reads. So an entity's next version is taken as soon
+ * as its head is applied, without a walk over every due event (a scan
+ * with no hints, n = 0 or none found, walks; a claim that takes none of
+ * its hints should walk next). Without this, a backlog of many versions of
+ * a few entities costs each claim a walk over all of it, for one event of
+ * each entity (docs/ordering.md). Call it connected to SPI, in the
+ * claim's transaction. */
+void		DueScanHint(const int64 *finished, int n);
 
 /* The oldest due event not passed over that no one else holds, row-locked
  * for us and read into *row; 0 if there is none, or once the call has
