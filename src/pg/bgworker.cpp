@@ -415,6 +415,23 @@ ApplyOneGuarded(const ClaimedEvent *ev)
 }
 
 /*
+ * The relay's step (ForwardInWorkerStep, forward.cpp), when
+ * webhook_idem.forward_in_workers is on: an error ends its transaction
+ * only, logged, and the worker goes on with its events.
+ */
+static void
+ForwardGuarded(void)
+{
+	char	   *error;
+
+	if (!wi_forward_in_workers)
+		return;
+	error = RunGuarded(ForwardInWorkerStep, NULL, "forwarding", 0, NULL);
+	if (error != NULL)
+		pfree(error);
+}
+
+/*
  * Claims a batch (ClaimBatchStep); a claim that fails (a cancel, say) has
  * claimed nothing, since its transaction rolled back, and is logged.
  */
@@ -571,7 +588,7 @@ webhook_idem_worker_main(Datum main_arg)
 				ApplyOneGuarded(&claimed[i]);
 				finished_ids[n_finished++] = claimed[i].id;
 				if (++applied % 100 == 0)
-					ForwardInWorker();	/* the relay, between events too */
+					ForwardGuarded();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);
 				/* A moving average over about the last 16 events. */
 				avg_apply_us = avg_apply_us <= 0 ? secs * 1e6 + usecs
@@ -616,7 +633,7 @@ webhook_idem_worker_main(Datum main_arg)
 		if (!ready)
 			wait_ms = 10 * WI_IDLE_MS;	/* the extension is not installed (yet) */
 		else
-			ForwardInWorker();	/* the relay (forward.cpp) */
+			ForwardGuarded();	/* the relay (forward.cpp) */
 		pgstat_report_stat(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms,
 						 PG_WAIT_EXTENSION);

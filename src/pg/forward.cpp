@@ -628,35 +628,18 @@ webhook_idem_forward_pending(PG_FUNCTION_ARGS)
 }
 
 void
-ForwardInWorker(void)
+ForwardInWorkerStep(void *)
 {
-	MemoryContext cxt = CurrentMemoryContext;
+	Oid			pg_net;
 
-	if (!wi_forward_in_workers)
-		return;
-	PG_TRY();
-	{
-		Oid			pg_net;
-
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		SPI_connect();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pg_net = PgNetOid();
-		if (OidIsValid(pg_net) && RelayInstalled())
-			(void) ForwardStep(pg_net, WI_MAX_BATCH);
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		/* Logged; the worker goes on with its events. */
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pg_net = PgNetOid();
+	if (OidIsValid(pg_net) && RelayInstalled())
+		(void) ForwardStep(pg_net, WI_MAX_BATCH);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
 }

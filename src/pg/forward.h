@@ -25,7 +25,9 @@ void		DefineForwardSettings(void);
 void		ForwardAppliedEvent(int64 event_pk, const char *source);
 
 /* One step of the sender in an in-database worker, in a transaction of its
- * own: settles the forwards pg_net answered and hands due ones to pg_net.
- * Does nothing where the extension (0.2.0) or pg_net is not installed; an
- * error is logged, never raised. */
-void		ForwardInWorker(void);
+ * own (started and committed here): settles the forwards pg_net answered
+ * and hands due ones to pg_net. Does nothing where the extension (0.2.0)
+ * or pg_net is not installed. The worker runs it guarded (RunGuarded in
+ * bgworker.cpp), when webhook_idem.forward_in_workers is on; the argument
+ * is unused. */
+void		ForwardInWorkerStep(void *unused);

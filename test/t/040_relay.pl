@@ -237,6 +237,32 @@ like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forw
 is(deliver('up_ok', 'ok-after-null'), 'applied', 'the server is up');
 ok(outbox_drained("event_id = 'ok-after-null'"), 'and the relay sends the next one');
 
+# An error in the relay's step (pg_net's net.http_post renamed away by its
+# owner) ends that step's transaction only: logged as the worker's, with
+# its SQLSTATE, and the worker goes on applying events; once the function
+# is back, the forward waiting for it is sent.
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'ALTER FUNCTION net.http_post RENAME TO http_post_away');
+is(deliver('up_async', 'async-relay-error'), 'queued', 'an async event queued while the relay fails');
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM up_log WHERE event_id = 'async-relay-error'") eq '1';
+		},
+		60),
+	'the worker applied it all the same');
+ok( wait_for(
+		sub {
+			$node->log_contains(
+				qr/webhook_idem worker: forwarding failed: .*net\.http_post.* \(SQLSTATE 42883\)/,
+				$log_offset);
+		},
+		60),
+	'the relay step failed, logged as the worker\'s with its SQLSTATE');
+$node->safe_psql('postgres', 'ALTER FUNCTION net.http_post_away RENAME TO http_post');
+ok(outbox_drained("event_id = 'async-relay-error'"), 'the relay sends the forward once pg_net is whole again');
+is(scalar(received_for('/apply', 'async-relay-error')), 1, 'once');
+
 # ---------------------------------------------------------------------
 # 2. 500 three times, then 200: four requests, then done.
 is(deliver('up_flaky', 'flaky-1'), 'applied', 'flaky-1 applied');
@@ -277,7 +303,7 @@ my $old_max = $node->safe_psql('postgres',
 	"SELECT max(request_id) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'");
 my $pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type ILIKE '%pg_net%'");
-my $log_offset = -s $node->logfile;
+$log_offset = -s $node->logfile;
 kill 'KILL', $pid or die "could not kill pg_net's worker $pid: $!";
 ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server is back after the crash restart');
 ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'kill -9 caused a crash restart');
