@@ -122,8 +122,18 @@ SELECT line FROM regexp_split_to_table(webhook_idem.metrics(), E'\n') line
  WHERE line LIKE 'webhook_idem_oldest_due_seconds{source="am_nn"}%';
 SELECT source, mode FROM webhook_idem.register_source('am_nn', 'none', handler => 'am.on_event(jsonb)');
 SELECT pg_temp.nn_status('n6', 6) AS n6;
+-- A full delivery counter stays full: the delivery is answered, never
+-- failed with 22003 (deliveries only counts).
 UPDATE webhook_idem.events SET deliveries = 2147483647, status = 'failed' WHERE source = 'am_nn' AND event_id = 'n6';
-SELECT regexp_replace(pg_temp.nn('n6', 6), 'event \d+', 'event N') AS redelivery;
+SELECT pg_temp.nn_status('n6', 6) AS redelivery, pg_temp.nn_status('n6', 6) AS again;
+SELECT status, deliveries FROM webhook_idem.events WHERE source = 'am_nn' AND event_id = 'n6';
+-- A failed sync event with no attempt number left: its sender's retry
+-- buries it as a worker would (dead, 202, saying why), instead of failing
+-- every retry with 22003.
+UPDATE webhook_idem.events SET status = 'failed', attempts = 2147483647, attempts_base = 2147483646
+ WHERE source = 'am_nn' AND event_id = 'n6';
+SELECT pg_temp.nn_status('n6', 6) AS spent, pg_temp.nn_status('n6', 6) AS spent_again;
+SELECT status, attempts, deliveries, last_error FROM webhook_idem.events WHERE source = 'am_nn' AND event_id = 'n6';
 SELECT webhook_idem.drop_source('am_nn', force => true);
 DROP SCHEMA am CASCADE;
 

@@ -176,6 +176,7 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 			const EventRow *row, TimestampTz now, bool locked)
 {
 	Outcome		o;
+	const char *spent;
 
 	if (!SameBody(row, sha))
 	{
@@ -222,6 +223,12 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("event \"%s\" was removed while it was being delivered", event_id)));
 		return Redelivered(src, event_id, payload, sha, &latest, now, true);
+	}
+	else if ((spent = BurySpentEvent(src, row, true)) != NULL)
+	{
+		/* Spent (queue.h), as a worker would find it: not attempted. */
+		o = MakeOutcome("dead", 202, event_id,
+						psprintf("%s; the event waits in webhook_idem.dead_letters", spent));
 	}
 	else
 	{

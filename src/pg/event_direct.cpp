@@ -392,11 +392,9 @@ ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 	values[a[COL_LAST_ERROR] - 1] = c->last_error
 		? CStringGetTextDatum(StorableText(c->last_error, WI_MAX_ERROR_BYTES)) : (Datum) 0;
 	nulls[a[COL_LAST_ERROR] - 1] = c->last_error == NULL;
-	/* The SQL path's deliveries + 1, by the same int4pl (22003 at the top
-	 * of int4, which only a direct write gets near). */
 	if (c->delivery)
-		values[a[COL_DELIVERIES] - 1] = DirectFunctionCall2(int4pl, values[a[COL_DELIVERIES] - 1],
-															Int32GetDatum(1));
+		values[a[COL_DELIVERIES] - 1] =
+			Int32GetDatum(DeliveriesPlus(DatumGetInt32(values[a[COL_DELIVERIES] - 1]), 1));
 	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	nulls[a[COL_APPLIED_AT] - 1] = c->status != WI_APPLIED;
 	nulls[a[COL_LEASE_UNTIL] - 1] = true;

@@ -70,6 +70,18 @@ typedef struct EventRow
 	TransactionId xmin;			/* of the row version read; not a column */
 } EventRow;
 
+/* deliveries plus n (a count of deliveries, n >= 0), as every path counts
+ * them: it stops at the top of int4 (only a direct write of the table gets
+ * near it) rather than fail the delivery with 22003. In SQL, on the
+ * events column col. */
+#define WI_DELIVERIES_PLUS_SQL(col, n) \
+	"LEAST(" col ", 2147483647 OPERATOR(pg_catalog.-) " n ") OPERATOR(pg_catalog.+) " n
+static inline int32
+DeliveriesPlus(int32 deliveries, int32 n)
+{
+	return deliveries > PG_INT32_MAX - n ? PG_INT32_MAX : deliveries + n;
+}
+
 /* The most bytes of an error message the extension stores (last_error). */
 #define WI_MAX_ERROR_BYTES 8192
 

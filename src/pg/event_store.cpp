@@ -390,7 +390,7 @@ BumpDeliveries(int64 id, bool make_due)
 {
 	static const Oid argtypes[2] = {INT8OID, BOOLOID};
 	static const char *sql = "UPDATE webhook_idem.events"
-		" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+		" SET deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "1") ","
 		"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
 		"       THEN pg_catalog.now() ELSE next_attempt_at END"
 		" WHERE id OPERATOR(pg_catalog.=) $1";
@@ -404,7 +404,7 @@ BumpDeliveries(int64 id, bool make_due)
 		/* Citus refuses now() inside a CASE of an UPDATE: it is passed. */
 		static const Oid routed_types[3] = {INT8OID, BOOLOID, TIMESTAMPTZOID};
 		static const char *routed_sql = "UPDATE webhook_idem.events"
-			" SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,"
+			" SET deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "1") ","
 			"     next_attempt_at = CASE WHEN $2 AND next_attempt_at IS NULL"
 			"       THEN $3 ELSE next_attempt_at END"
 			" WHERE id OPERATOR(pg_catalog.=) $1";
@@ -425,7 +425,7 @@ CountBusyDelivery(const char *source, const char *event_id)
 	static const Oid argtypes[2] = {TEXTOID, TEXTOID};
 	SPIPlanPtr	plan = KeepPlan(&busy_bump_plan,
 								"UPDATE webhook_idem.events e"
-								" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
+								" SET deliveries = " WI_DELIVERIES_PLUS_SQL("e.deliveries", "1")
 								" FROM (SELECT id FROM webhook_idem.events"
 								"        WHERE source OPERATOR(pg_catalog.=) $1"
 								"          AND event_id OPERATOR(pg_catalog.=) $2"
@@ -441,7 +441,7 @@ CountBusyDelivery(const char *source, const char *event_id)
 	if (EventsDistributed())
 		plan = KeepPlan(&routed_busy_bump_plan,
 						"UPDATE webhook_idem.events e"
-						" SET deliveries = e.deliveries OPERATOR(pg_catalog.+) 1"
+						" SET deliveries = " WI_DELIVERIES_PLUS_SQL("e.deliveries", "1")
 						" FROM (SELECT id FROM webhook_idem.events"
 						"        WHERE source OPERATOR(pg_catalog.=) $1"
 						"          AND event_id OPERATOR(pg_catalog.=) $2"
@@ -472,7 +472,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	static const char *sql = "UPDATE webhook_idem.events"
 								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
 								"     last_error = $5,"
-								"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
+								"     deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "$6") ","
 								"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied'"
 								"                       THEN pg_catalog.clock_timestamp() END,"
 								"     lease_until = NULL,"
@@ -547,7 +547,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 						"UPDATE webhook_idem.events"
 						" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
 						"     last_error = $5,"
-						"     deliveries = deliveries OPERATOR(pg_catalog.+) $6,"
+						"     deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "$6") ","
 						"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied' THEN $10 END,"
 						"     lease_until = NULL,"
 						"     next_attempt_at = $11"

@@ -491,7 +491,7 @@ SendDue(const char *epoch, int max)
 
 	due_plan = KeepWalkPlan(&due_plan,
 						"SELECT f.id, f.event_id, f.payload, f.payload::pg_catalog.text,"
-						"       s.forward_to, ss.forward_secret"
+						"       s.forward_to, ss.forward_secret, f.attempts"
 						"  FROM webhook_idem.forwards f"
 						"  JOIN webhook_idem.sources s ON s.source OPERATOR(pg_catalog.=) f.source"
 						"  LEFT JOIN webhook_idem.source_secrets ss ON ss.source OPERATOR(pg_catalog.=) f.source"
@@ -517,6 +517,8 @@ SendDue(const char *epoch, int max)
 		char	   *body = SPI_getvalue(tup, desc, 4);
 		char	   *url = SPI_getvalue(tup, desc, 5);
 		char	   *secret = SPI_getvalue(tup, desc, 6);
+		Datum		attempts = SPI_getbinval(tup, desc, 7, &isnull);
+		bool		attempts_null = isnull;
 		char		timestamp[24];
 		char		signature[wi::api::kStandardSignatureSize];
 		Datum		post_args[6];
@@ -538,6 +540,12 @@ SendDue(const char *epoch, int max)
 		if (problem == NULL && (event_id == NULL || payload_null || body == NULL))
 			problem = event_id == NULL ? "webhook_idem.forwards.event_id is NULL"
 				: "webhook_idem.forwards.payload is NULL";
+		/* Sent, its attempts + 1 would raise 22003 and fail the whole
+		 * step, every second, for every forward. */
+		if (problem == NULL && attempts_null)
+			problem = "webhook_idem.forwards.attempts is NULL";
+		if (problem == NULL && DatumGetInt32(attempts) == PG_INT32_MAX)
+			problem = "no attempt number left (attempts is 2147483647)";
 		if (problem == NULL && !EventIdSendable(event_id))
 			problem = "the event id holds control characters, which no HTTP header may carry";
 		if (problem != NULL)

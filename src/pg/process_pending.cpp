@@ -32,7 +32,7 @@ ProcessOne(const EventRow *row)
 
 	if (!TakeDueEvent(row, &src))
 		return false;
-	if (BurySpentEvent(src, row))
+	if (BurySpentEvent(src, row, false))
 		return true;
 	(void) AttemptKnownEvent(src, row, false, &res);
 	return true;

@@ -43,8 +43,8 @@ LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row)
 		AttemptsExhausted(src, row->attempts, row->attempts_base);
 }
 
-bool
-BurySpentEvent(const WiSource *src, const EventRow *row)
+const char *
+BurySpentEvent(const WiSource *src, const EventRow *row, bool delivery)
 {
 	const char *why;
 
@@ -53,13 +53,13 @@ BurySpentEvent(const WiSource *src, const EventRow *row)
 	else if (row->attempts == PG_INT32_MAX)
 		why = "no attempt number left (attempts is 2147483647)";	/* a direct write */
 	else
-		return false;
+		return NULL;
 	RecordAttempt(row, WI_DEAD, row->attempts, NULL,
 				  psprintf("%s%s%s", row->last_error ? row->last_error : "",
 						   row->last_error ? "; " : "", why),
-				  false, NULL, NULL);
+				  delivery, NULL, NULL);
 	NoteOrderAdvance();			/* a dead event holds no entity back */
-	return true;
+	return why;
 }
 
 /* DueScanHint's candidates, for the next DueScanInit (in TopMemoryContext). */
@@ -459,7 +459,7 @@ AttemptKnownEvent(WiSource *src, const EventRow *row, bool delivery, WiHandlerRe
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("event %lld of source \"%s\" has no attempt number left",
 						(long long) row->id, row->source)));
-	ev.row.deliveries = row->deliveries + (delivery && row->deliveries < PG_INT32_MAX ? 1 : 0);
+	ev.row.deliveries = DeliveriesPlus(row->deliveries, delivery ? 1 : 0);
 	ev.in_worker = !delivery;
 
 	*res = RunHandler(src, &ev);
@@ -570,7 +570,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 			DueScanSkipEvent(&scan, id);
 			continue;
 		}
-		if (BurySpentEvent(src, &row))
+		if (BurySpentEvent(src, &row, false))
 			continue;
 		LeaseEvent(lease, &row);
 		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));

@@ -79,12 +79,15 @@ WiEventStatus FailedAttemptStatus(const WiSource *src, int32 attempts, int32 att
  * died (or hung) on it as many times as the source allows. */
 bool		LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row);
 
-/* Moves an event a worker took to dead, saying why in last_error, if it
- * is spent: its lease expired on its last attempt, or it has no attempt
- * number left (attempts at the top of int4, which only a direct write
- * gets to: leased, it would raise 22003 and fail every claim that reaches
- * it). True if it did; the worker then goes on with the next. */
-bool		BurySpentEvent(const WiSource *src, const EventRow *row);
+/* Moves an event a worker took, or a sync delivery is about to attempt
+ * again, to dead, saying why in last_error, if it is spent: its lease
+ * expired on its last attempt, or it has no attempt number left (attempts
+ * at the top of int4, which only a direct write gets to: attempted, it
+ * would raise 22003, failing every claim that reaches it or every retry
+ * of its sender). With delivery, the delivery is counted. Returns why
+ * (static text) if it did, else NULL; a worker then goes on with the
+ * next, a delivery is answered dead. */
+const char *BurySpentEvent(const WiSource *src, const EventRow *row, bool delivery);
 
 /* One worker call's walk over the due events: the events it passed over
  * (someone else holds them) and the sources it cannot use now (gone,

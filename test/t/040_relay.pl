@@ -263,6 +263,28 @@ $node->safe_psql('postgres', 'ALTER FUNCTION net.http_post_away RENAME TO http_p
 ok(outbox_drained("event_id = 'async-relay-error'"), 'the relay sends the forward once pg_net is whole again');
 is(scalar(received_for('/apply', 'async-relay-error')), 1, 'once');
 
+# A forward whose attempts its owner wrote to the top of int4: sent, its
+# attempts + 1 would fail the relay's whole step, every second, for every
+# forward. It is dead, saying why, and the next one is sent.
+$node->safe_psql('postgres', q{
+BEGIN;
+SELECT webhook_idem.apply_event('up_ok', convert_to('{"id": "ok-spent"}', 'UTF8'));
+UPDATE webhook_idem.forwards SET attempts = 2147483647, attempts_base = 2147483646 WHERE event_id = 'ok-spent';
+COMMIT;
+});
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'ok-spent'") eq '1';
+		},
+		60),
+	'a forward with no attempt number left is dead');
+like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'ok-spent'"),
+	qr/^not sent: no attempt number left/, 'saying why');
+is(scalar(received_for('/apply', 'ok-spent')), 0, 'and it was not sent');
+is(deliver('up_ok', 'ok-after-spent'), 'applied', 'the next event applied');
+ok(outbox_drained("event_id = 'ok-after-spent'"), 'and its forward sent');
+
 # ---------------------------------------------------------------------
 # 2. 500 three times, then 200: four requests, then done.
 is(deliver('up_flaky', 'flaky-1'), 'applied', 'flaky-1 applied');
