@@ -65,6 +65,20 @@ UPDATE webhook_idem.events SET lease_until = now() - interval '1 second',
                                next_attempt_at = now() - interval '1 second' WHERE event_id = 'c0';
 SELECT count(*) AS claimed FROM webhook_idem.claim_next('q_async');
 SELECT status, last_error FROM webhook_idem.events WHERE event_id = 'c0';
+-- And for a sync delivery: the sender's retry of a replayed sync event
+-- whose worker's lease ran out on its last attempt buries it as a worker
+-- would (dead, 202, saying why), without running the handler again.
+INSERT INTO q.flags VALUES ('fail');
+SELECT status, attempts FROM webhook_idem.apply_event('q_sync', '{"id": "r0"}');
+DELETE FROM q.flags;
+SELECT webhook_idem.replay('q_sync', 'r0') AS replayed;
+SELECT event_id, attempts FROM webhook_idem.claim_next('q_sync', '1 second');
+UPDATE webhook_idem.events SET lease_until = now() - interval '1 second',
+                               next_attempt_at = now() - interval '1 second',
+                               attempts_base = attempts - 3 WHERE event_id = 'r0';
+SELECT status, http_status, detail FROM webhook_idem.apply_event('q_sync', '{"id": "r0"}');
+SELECT status, deliveries, last_error FROM webhook_idem.events WHERE event_id = 'r0';
+SELECT count(*) AS handler_runs FROM q.applied WHERE event_id = 'r0';
 
 -- ---- handler_timeout (item 11) ---------------------------------------
 SET webhook_idem.handler_timeout = 50;
