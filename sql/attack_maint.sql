@@ -135,6 +135,21 @@ UPDATE webhook_idem.events SET status = 'failed', attempts = 2147483647, attempt
 SELECT pg_temp.nn_status('n6', 6) AS spent, pg_temp.nn_status('n6', 6) AS spent_again;
 SELECT status, attempts, deliveries, last_error FROM webhook_idem.events WHERE source = 'am_nn' AND event_id = 'n6';
 SELECT webhook_idem.drop_source('am_nn', force => true);
+-- A replay mark written below zero (attempts_base at the bottom of int4):
+-- the failures since it do not fit in int4, and the retry time (SQL) and
+-- the budget (C) count them alike, without 22003 failing every worker
+-- call that reaches the event.
+CREATE FUNCTION am.refuses(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'refused %', p->>'id'; END $$;
+SELECT source FROM webhook_idem.register_source('am_base', 'none', handler => 'am.refuses(jsonb)',
+       event_id_from => '$.id', mode => 'async', max_attempts => 3, backoff => '1 minute');
+SELECT a.status, b.status FROM webhook_idem.apply_event('am_base', '{"id": "b1"}') a,
+       webhook_idem.apply_event('am_base', '{"id": "b2"}') b;
+UPDATE webhook_idem.events SET attempts_base = -2147483648 WHERE source = 'am_base' AND event_id = 'b1';
+SELECT webhook_idem.process_pending('am_base', 10) AS attempted;
+SELECT event_id, status, attempts, next_attempt_at > now() AS retry_later
+  FROM webhook_idem.events WHERE source = 'am_base' ORDER BY event_id;
+SELECT webhook_idem.drop_source('am_base', force => true);
 DROP SCHEMA am CASCADE;
 
 SELECT webhook_idem.drop_source('am', force => true);

@@ -6,6 +6,7 @@
 
 #include "pg/distribute.h"
 #include "pg/forward.h"
+#include "pg/queue.h"
 
 static SPIPlanPtr lookup_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
@@ -479,7 +480,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 								"     next_attempt_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
 								"                             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-								"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
+								"            coalesce($8, webhook_idem._retry_delay($7, " WI_FAILURES_SQL("$3", "attempts_base") ")) END"
 								" WHERE id OPERATOR(pg_catalog.=) $1";
 	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 8, argtypes);
 	Datum		values[11];
@@ -531,7 +532,7 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 						"       CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
 						"             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 						"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
-						"            coalesce($8, webhook_idem._retry_delay($7, $3 OPERATOR(pg_catalog.-) attempts_base)) END"
+						"            coalesce($8, webhook_idem._retry_delay($7, " WI_FAILURES_SQL("$3", "attempts_base") ")) END"
 						"  FROM webhook_idem.events"
 						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
 						9, routed_types);

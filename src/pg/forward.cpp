@@ -22,6 +22,7 @@
 #include "pg/boundary.h"
 #include "pg/distribute.h"
 #include "pg/event_store.h"
+#include "pg/queue.h"
 
 extern "C" {
 #include "commands/extension.h"
@@ -391,7 +392,7 @@ SettleSent(const char *epoch, int max)
 	 * read, through that index.
 	 */
 	plan = KeepPlan(&plan,
-					"SELECT f.id, f.attempts OPERATOR(pg_catalog.-) f.attempts_base, s.max_attempts,"
+					"SELECT f.id, " WI_FAILURES_SQL("f.attempts", "f.attempts_base") ", s.max_attempts,"
 					"       s.backoff, f.request_epoch IS NOT DISTINCT FROM $1,"
 					"       q.id IS NOT NULL, r.id IS NOT NULL, r.status_code, r.timed_out, r.error_msg"
 					"  FROM webhook_idem.forwards f"

@@ -64,12 +64,27 @@
  * next_attempt_at at or before now (the transaction's start). */
 bool		EventIsDue(const EventRow *row);
 
+/* The attempts counted since the last replay, attempts - attempts_base,
+ * for the budget and the retry rule of events and forwards alike: in int8,
+ * so that a mark written directly at either end of int4 cannot raise
+ * 22003 (which would fail every worker call that reaches the row). In SQL
+ * on the int4 expressions a and b, brought into [0, 2147483647] for
+ * webhook_idem._retry_delay's failures. */
+static inline int64
+AttemptsSinceReplay(int32 attempts, int32 attempts_base)
+{
+	return (int64) attempts - (int64) attempts_base;
+}
+#define WI_FAILURES_SQL(a, b) \
+	"CAST(LEAST(GREATEST(CAST(" a " AS pg_catalog.int8) OPERATOR(pg_catalog.-) " b ", 0)," \
+	" 2147483647) AS pg_catalog.int4)"
+
 /* "Exhausted": the event has used up its source's budget of attempts,
  * counted from its last replay. */
 static inline bool
 AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
 {
-	return attempts - attempts_base >= src->max_attempts;
+	return AttemptsSinceReplay(attempts, attempts_base) >= src->max_attempts;
 }
 
 /* The status a failed attempt leaves: dead once exhausted, else failed. */
