@@ -68,32 +68,38 @@ static int	n_hint_ids = 0;
 static int	cap_hint_ids = 0;
 static LocalTransactionId hint_lxid = InvalidLocalTransactionId;	/* the claim's */
 
-void
-DueScanHint(const int64 *finished, int n)
+/*
+ * The heads now of the entities of the events ids (WI_ENTITY_HEADS_SQL),
+ * into *out (grown in cxt as needed, *cap its size); returns how many.
+ * None where the database has no order rows (0.1.0's SQL) or on Citus.
+ */
+static int
+EntityHeads(const int64 *ids, int n, int64 **out, int *cap, MemoryContext cxt)
 {
 	static const Oid argtypes[1] = {INT8ARRAYOID};
 	static SPIPlanPtr plan = NULL;
 	Datum	   *elems;
 	Datum		arg;
 	int			rc;
+	int			found = 0;
 
-	n_hint_ids = 0;
-	hint_lxid = MyProc->lxid;
 	if (n <= 0 || !OrderingInstalled() || EventsDistributed())
-		return;
+		return 0;
 	elems = (Datum *) palloc(sizeof(Datum) * n);
 	for (int i = 0; i < n; i++)
-		elems[i] = Int64GetDatum(finished[i]);
+		elems[i] = Int64GetDatum(ids[i]);
 	arg = PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_plan(KeepPlan(&plan, WI_ENTITY_HEADS_SQL, 1, argtypes), &arg, NULL, true, 0);
+	/* Not read-only: the scan's own call may have applied their events
+	 * (process_pending), which a read-only statement's snapshot predates. */
+	rc = SPI_execute_plan(KeepPlan(&plan, WI_ENTITY_HEADS_SQL, 1, argtypes), &arg, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "finding the heads of entities failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > (uint64) cap_hint_ids)
+	if (SPI_processed > (uint64) *cap)
 	{
-		cap_hint_ids = (int) SPI_processed;
-		hint_ids = hint_ids == NULL
-			? (int64 *) MemoryContextAlloc(TopMemoryContext, sizeof(int64) * cap_hint_ids)
-			: (int64 *) repalloc(hint_ids, sizeof(int64) * cap_hint_ids);
+		*cap = (int) SPI_processed;
+		*out = *out == NULL
+			? (int64 *) MemoryContextAlloc(cxt, sizeof(int64) * *cap)
+			: (int64 *) repalloc(*out, sizeof(int64) * *cap);
 	}
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -101,8 +107,17 @@ DueScanHint(const int64 *finished, int n)
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
 
 		if (!isnull)
-			hint_ids[n_hint_ids++] = DatumGetInt64(d);
+			(*out)[found++] = DatumGetInt64(d);
 	}
+	pfree(elems);
+	return found;
+}
+
+void
+DueScanHint(const int64 *finished, int n)
+{
+	hint_lxid = MyProc->lxid;
+	n_hint_ids = EntityHeads(finished, n, &hint_ids, &cap_hint_ids, TopMemoryContext);
 }
 
 void
@@ -121,9 +136,39 @@ DueScanInit(DueScan *scan, text *source)
 	{
 		scan->hints = (int64 *) palloc(sizeof(int64) * n_hint_ids);
 		memcpy(scan->hints, hint_ids, sizeof(int64) * n_hint_ids);
-		scan->n_hints = n_hint_ids;
+		scan->n_hints = scan->cap_hints = n_hint_ids;
 	}
 	n_hint_ids = 0;
+	scan->advances_at_hints = OrderAdvances();
+}
+
+/* Notes an event the scan returned (for the hints that follow its walk). */
+static int64
+ScanReturns(DueScan *scan, int64 id)
+{
+	if (scan->n_returned == scan->cap_returned)
+	{
+		scan->cap_returned = scan->cap_returned == 0 ? 16 : scan->cap_returned * 2;
+		scan->returned = scan->returned == NULL
+			? (int64 *) palloc(sizeof(int64) * scan->cap_returned)
+			: (int64 *) repalloc(scan->returned, sizeof(int64) * scan->cap_returned);
+	}
+	scan->returned[scan->n_returned++] = id;
+	return id;
+}
+
+/* The scan's next hints: the heads now of the entities of the events it
+ * returned since its walk or its last hints (one of them may have let its
+ * entity's next version through). False if there are none. */
+static bool
+HintsFromReturned(DueScan *scan)
+{
+	scan->n_hints = EntityHeads(scan->returned, scan->n_returned, &scan->hints, &scan->cap_hints,
+								CurrentMemoryContext);
+	scan->next_hint = 0;
+	scan->n_returned = 0;
+	scan->advances_at_hints = OrderAdvances();
+	return scan->n_hints > 0;
 }
 
 /* True if the scan passes over event id, or over source. */
@@ -299,22 +344,29 @@ DueScanNext(DueScan *scan, EventRow *row)
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
 
-	/* DueScanHint's candidates instead of the walk: each row-locked as the
-	 * walk would lock it (never waiting), returned only if it is due. */
-	while (scan->next_hint < scan->n_hints)
-	{
-		int64		id = scan->hints[scan->next_hint++];
-
-		if (scan->n_skip >= WI_MAX_BATCH)
-			return 0;
-		if (LockEventRow(id, true, row) && EventIsDue(row) && !ScanSkips(scan, id, row->source))
-			return id;
-	}
-	if (scan->n_hints > 0)
-		return 0;
-
 	for (;;)
 	{
+		/* Hints (DueScanHint's, or the heads that followed a walk) instead
+		 * of a walk: each row-locked as the walk would lock it (never
+		 * waiting), returned only if it is due; once they are used up,
+		 * those of the entities they advanced, until none advances. A
+		 * scan that had hints never walks. */
+		if (scan->n_hints > 0)
+		{
+			while (scan->next_hint < scan->n_hints)
+			{
+				int64		id = scan->hints[scan->next_hint++];
+
+				if (scan->n_skip >= WI_MAX_BATCH)
+					return 0;
+				if (LockEventRow(id, true, row) && EventIsDue(row) &&
+					!ScanSkips(scan, id, row->source))
+					return ScanReturns(scan, id);
+			}
+			if (OrderAdvances() == scan->advances_at_hints || !HintsFromReturned(scan))
+				return 0;
+			continue;
+		}
 		if (scan->n_skip >= WI_MAX_BATCH)
 			return 0;
 		if (scan->portal == NULL)
@@ -355,22 +407,23 @@ DueScanNext(DueScan *scan, EventRow *row)
 			ReadEventRowAt(row, 0, 0);
 			if (!row->next_attempt_null && row->next_attempt_at > scan->after)
 				scan->after = row->next_attempt_at;
-			return row->id;
+			return ScanReturns(scan, row->id);
 		}
 		/* Walked to its end: there is no more, unless its LIMIT ended it
 		 * (walk on from where it was), or an entity's head moved on since
 		 * the walk started (OrderAdvances): the entity's next version,
-		 * which the cursor's snapshot saw behind it, may be its head now
-		 * (walk again from the start). Advances are noted by the callers
-		 * between two calls, never during one: a walk again that meets
-		 * none returns, so one call walks at most twice, and each call
-		 * uses something up (a take, a skip, a burial). */
+		 * which the cursor's snapshot saw behind it, may be its head now.
+		 * Those heads are looked up by entity (the hints above), not by
+		 * another walk: a walk over a backlog of many versions of a few
+		 * entities reads all of it for one event of each. Advances are
+		 * noted by the callers between two calls, never during one: hints
+		 * that advance nothing end the scan, and each call uses something
+		 * up (a take, a skip, a burial). */
 		DueScanEnd(scan);
 		if (scan->fetched >= WI_DUE_WALK)
 			continue;
-		if (OrderAdvances() == scan->advances_at_open)
+		if (OrderAdvances() == scan->advances_at_open || !HintsFromReturned(scan))
 			return 0;
-		TIMESTAMP_NOBEGIN(scan->after);
 	}
 }
 

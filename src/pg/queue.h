@@ -118,9 +118,14 @@ typedef struct DueScan
 	int			n_skip_sources;
 	int			cap_skip_sources;
 	TimestampTz after;			/* due no earlier than the last one taken */
-	int64	   *hints;			/* candidates tried instead of the walk (DueScanHint) */
+	int64	   *hints;			/* candidates tried instead of a walk (DueScanHint) */
 	int			n_hints;
+	int			cap_hints;
 	int			next_hint;
+	uint64		advances_at_hints;	/* OrderAdvances() when they were found */
+	int64	   *returned;		/* ids returned since the walk or the hints */
+	int			n_returned;
+	int			cap_returned;
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
 	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
@@ -149,7 +154,9 @@ void		DueScanHint(const int64 *finished, int n);
  * cursor, read one row at a time and so locking one row at a time: the
  * index is walked once per call, not once per event (an event that became
  * due behind it meanwhile is found by the next call, whose walk starts at
- * the beginning). On Citus each candidate is read over every shard without
+ * the beginning). Once the walk is over, the next versions of the
+ * entities whose heads the call finished (NoteOrderAdvance) are looked up
+ * by entity, as DueScanHint's are, until none is left. On Citus each candidate is read over every shard without
  * a lock, then locked and read again on its shard (it may no longer be
  * due: TakeDueEvent says). */
 int64		DueScanNext(DueScan *scan, EventRow *row);

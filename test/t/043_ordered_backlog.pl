@@ -90,5 +90,61 @@ SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%FROM webhook_idem.claim_ne
 cmp_ok($claims, '>=', 3200 / 16, "the workers claimed in batches ($claims claims)");
 cmp_ok($walks, '<', $claims / 3, "most claims took the next versions without a walk ($walks walks)");
 
+# The same backlog drained from a session (process_pending, in a database
+# the in-database workers do not serve): a call walks the due events once,
+# and takes the versions that its applications let through by entity, not
+# by walking again (it walked once more for each, taking one event of each
+# entity a walk).
+$node->safe_psql(
+	'postgres', q{
+CREATE DATABASE sess;
+});
+$node->safe_psql(
+	'sess', q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied (event_id text NOT NULL, entity text, version int, seq bigserial);
+CREATE FUNCTION on_event(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO applied (event_id, entity, version) VALUES (p->>'id', p->>'e', (p->>'v')::int);
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'ord', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, entity_from => '$.e', order_by => '$.v');
+SELECT count(webhook_idem.apply_event('ord',
+         convert_to(format('{"id": "o_%s_%s", "e": "e%s", "v": %s}', e, v, e, v), 'UTF8')))
+  FROM generate_series(1, 200) v, generate_series(1, 8) e;
+});
+$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
+my $calls = $node->safe_psql(
+	'sess', q{
+DO $$
+DECLARE calls int := 0;
+BEGIN
+  LOOP
+    calls := calls + 1;
+    EXIT WHEN webhook_idem.process_pending('ord', 100) = 0 OR calls > 1000;
+    COMMIT;
+  END LOOP;
+  RAISE NOTICE 'calls %', calls;
+  CREATE TEMP TABLE calls AS SELECT calls AS n;
+END $$;
+SELECT n FROM calls;
+});
+is($node->safe_psql('sess', 'SELECT count(*), count(DISTINCT event_id) FROM applied'),
+	'1600|1600', 'process_pending: every event applied once');
+is( $node->safe_psql(
+		'sess', q{
+SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
+                        FROM applied) s WHERE back}),
+	'0', 'process_pending: each entity applied in version order');
+my $session_walks = $node->safe_psql(
+	'postgres', q{
+SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+ WHERE query LIKE 'SELECT id, source, event_id, status,%WHERE status%FOR UPDATE SKIP LOCKED'
+   AND dbid = (SELECT oid FROM pg_database WHERE datname = 'sess')});
+cmp_ok($calls, '<=', 1600 / 100 + 2, "process_pending took its maximum per call ($calls calls)");
+cmp_ok($session_walks, '<=', 2 * $calls,
+	"a call walked once or twice, not once per version let through ($session_walks walks)");
+
 $node->stop;
 done_testing();
