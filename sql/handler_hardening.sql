@@ -288,8 +288,55 @@ SELECT pg_temp.err($$SELECT * FROM pg_temp.deliver('hh8c', '{"id": "o5"}')$$);
 DROP TABLE pg_temp.scratch;
 SELECT * FROM pg_temp.deliver('hh8c', '{"id": "o5"}');
 RESET ROLE;
+
+-- 11. A cursor the handler leaves open ends with it: PL/pgSQL does not
+--     close a cursor at return, and left open it would let the caller
+--     FETCH rows read with the handler owner's rights (and run the
+--     functions of its query as the caller). A cursor of the caller's
+--     own, open across the call, stays.
+SET ROLE hh_admin;
+CREATE TABLE hh.secret (card text);
+INSERT INTO hh.secret VALUES ('4111-0000'), ('5500-0000');
+CREATE FUNCTION hh.leaves_cursor(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  named refcursor := 'hh_leaked';
+  unnamed refcursor;
+  r record;
+BEGIN
+  OPEN named SCROLL FOR SELECT card FROM hh.secret;
+  FETCH named INTO r;
+  OPEN unnamed FOR SELECT card FROM hh.secret;
+  DECLARE
+    inner_one refcursor;                 -- one opened in an inner block too
+  BEGIN
+    OPEN inner_one FOR SELECT 1;
+  EXCEPTION WHEN OTHERS THEN NULL;
+  END;
+  RETURN jsonb_build_object('first', r.card);
+END $$;
+SELECT source FROM webhook_idem.register_source('hh11', 'none', handler => 'hh.leaves_cursor(jsonb)');
+SELECT source FROM webhook_idem.register_source('hh11a', 'none', handler => 'hh.leaves_cursor(jsonb)',
+                                                mode => 'async');
+RESET ROLE;
+BEGIN;
+SET LOCAL ROLE hh_http;
+DECLARE mine CURSOR FOR SELECT 'the caller''s own' AS x;
+SELECT status, result FROM webhook_idem.apply_event('hh11', convert_to('{"id": "k1"}', 'UTF8'));
+SELECT name FROM pg_cursors ORDER BY name;
+FETCH mine;
+SAVEPOINT s;
+FETCH ALL FROM hh_leaked;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+-- The same for a worker's call.
+SELECT status FROM webhook_idem.apply_event('hh11a', convert_to('{"id": "k2"}', 'UTF8'));
+BEGIN;
+SELECT webhook_idem.process_pending('hh11a') AS processed;
+SELECT count(*) AS cursors_left FROM pg_cursors;
+COMMIT;
+SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh11', 'hh11a') ORDER BY id;
 DROP SCHEMA hh_recv CASCADE;
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh6', 'hh10', 'hh10a']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
 DROP SCHEMA hh CASCADE;
 DROP SCHEMA hh_t CASCADE;
 DROP ROLE hh_admin, hh_other, hh_http, hh_member, hh_team;

@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "catalog/pg_proc.h"
+#include "utils/portal.h"
 }
 
 extern "C" {
@@ -18,6 +19,46 @@ PG_FUNCTION_INFO_V1(webhook_idem_current_event);
 
 /* The event whose handler is running (innermost), or NULL. */
 static const WiCurrentEvent *current_event = NULL;
+
+/*
+ * Closes the cursors (portals) the handler's subtransaction, the current
+ * one, created and left open, as CLOSE would. PL/pgSQL does not close a
+ * cursor when its function returns, and a subtransaction's commit hands
+ * its portals to the caller's transaction: the caller could FETCH rows
+ * read with the handler owner's rights (a security-restricted operation
+ * already refuses WITH HOLD). Portals are found among the children of
+ * PostgreSQL's portal memory context (each portal's context carries its
+ * name), the one place that lists them all; those of the caller stay.
+ */
+static void
+CloseHandlerPortals(void)
+{
+	SubTransactionId mine = GetCurrentSubTransactionId();
+	Portal		found[16];
+	int			n = 0;
+	/* The running portal's context is a child of the one every portal's
+	 * context is made in. No portal runs in an in-database worker, where
+	 * no caller is left to fetch (its transaction's commit closes them). */
+	MemoryContext portals_cxt = PortalContext != NULL ? PortalContext->parent : NULL;
+
+	if (portals_cxt == NULL)
+		return;
+	do
+	{
+		n = 0;
+		for (MemoryContext c = portals_cxt->firstchild; c != NULL && n < 16; c = c->nextchild)
+		{
+			Portal		p = c->ident != NULL ? GetPortalByName(c->ident) : NULL;
+
+			if (p != NULL && p->portalContext == c && p->createSubid == mine &&
+				!p->portalPinned && p->status != PORTAL_ACTIVE)
+				found[n++] = p;
+		}
+		/* Dropped once the walk is over: a drop frees contexts. */
+		for (int i = 0; i < n; i++)
+			PortalDrop(found[i], false);
+	} while (n == 16);
+}
 
 /* A failed result carrying message. */
 static WiHandlerResult
@@ -176,6 +217,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("source \"%s\" was dropped or made unusable while its handler ran",
 							src->name)));
+		CloseHandlerPortals();
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
