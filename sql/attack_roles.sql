@@ -135,8 +135,37 @@ SELECT pg_temp.err($$SELECT webhook_idem.purge(older_than => '100000 years')$$) 
 RESET ROLE;
 SELECT source, event_id, status FROM webhook_idem.events WHERE source IN ('ar_keep', 'ar_short');
 
+-- 4. A read-only transaction writes nothing, on any path: a first
+--    delivery, a sender's retry of a failed event (which ran the handler
+--    and recorded its attempt through the direct path), a worker's call.
+--    Each is 25006, as the SQL statements it stands for would be.
+SET ROLE ar_admin;
+CREATE TABLE ar.flags (flag text);
+GRANT SELECT ON ar.flags TO PUBLIC;
+CREATE FUNCTION ar.flaky(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM ar.flags) THEN RAISE EXCEPTION 'flagged'; END IF;
+  RETURN '{"ok": true}';
+END $$;
+SELECT source FROM webhook_idem.register_source('ar_ro', 'none', handler => 'ar.flaky(jsonb)');
+SELECT source FROM webhook_idem.register_source('ar_ro_q', 'none', handler => 'ar.flaky(jsonb)',
+                                                mode => 'async');
+INSERT INTO ar.flags VALUES ('fail');
+RESET ROLE;
+SELECT status FROM webhook_idem.apply_event('ar_ro', '{"id": "r1"}');
+SELECT status FROM webhook_idem.apply_event('ar_ro_q', '{"id": "q1"}');
+DELETE FROM ar.flags;
+BEGIN READ ONLY;
+SELECT pg_temp.err($$SELECT status FROM webhook_idem.apply_event('ar_ro', '{"id": "r1"}')$$) AS retry;
+SELECT pg_temp.err($$SELECT status FROM webhook_idem.apply_event('ar_ro', '{"id": "r2"}')$$) AS first;
+SELECT pg_temp.err($$SELECT webhook_idem.process_pending('ar_ro_q')$$) AS worker;
+SELECT pg_temp.err($$SELECT count(*) FROM webhook_idem.claim_next('ar_ro_q')$$) AS claim;
+COMMIT;
+SELECT source, event_id, status, attempts, deliveries FROM webhook_idem.events
+ WHERE source IN ('ar_ro', 'ar_ro_q') ORDER BY source, event_id;
+
 SELECT webhook_idem.drop_source(s, true)
   FROM unnest(ARRAY['ar_defer', 'ar_defer_q', 'ar_hold', 'ar_plant', 'ar_nested', 'ar_backoff',
-                    'ar_backoff2', 'ar_keep', 'ar_short']) s;
+                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q']) s;
 DROP SCHEMA ar CASCADE;
 DROP ROLE ar_admin, ar_http, ar_worker;

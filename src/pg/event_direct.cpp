@@ -212,6 +212,18 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 	return found ? 1 : 0;
 }
 
+/*
+ * True if the direct path may write or lock rows where the SQL statement
+ * it stands for would: not in a read-only transaction (or on a hot
+ * standby), where that statement raises 25006 itself, which the caller
+ * then falls back to.
+ */
+static bool
+DirectWritesAllowed(void)
+{
+	return !XactReadOnly;
+}
+
 bool
 InsertEventDirect(const EventRow *row)
 {
@@ -224,7 +236,7 @@ InsertEventDirect(const EventRow *row)
 	const EventsRelFacts *facts;
 
 	/* On Citus the rows are in shards: this table is an empty shell. */
-	if (EventsDistributed())
+	if (EventsDistributed() || !DirectWritesAllowed())
 		return false;
 	rel = table_open(EventsRelid(), RowExclusiveLock);
 	facts = EventsFacts(rel);
@@ -264,10 +276,12 @@ typedef struct EventChange
 } EventChange;
 
 /*
- * The latest version of the event *row (under the caller's row lock: no
- * one else changes it now) replaced by one with change applied, as an
- * UPDATE statement would; false (nothing done) if the table is not as the
- * extension made it. With out, reads the new version into *out.
+ * The latest version of the event *row replaced by one with change
+ * applied, as an UPDATE statement under READ COMMITTED would (a version
+ * another transaction is changing is waited for, and the change applied
+ * to the one it leaves); false (nothing done) if the table is not as the
+ * extension made it, or in a read-only transaction. With out, reads the
+ * new version into *out.
  */
 static bool
 UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
@@ -293,7 +307,7 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	const AttrNumber *a;
 
 	/* On Citus the row is in a shard: the routed statement updates it. */
-	if (EventsDistributed())
+	if (EventsDistributed() || !DirectWritesAllowed())
 		return false;
 	rel = table_open(EventsRelid(), RowExclusiveLock);
 	facts = EventsFacts(rel);
@@ -307,31 +321,6 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	desc = RelationGetDescr(rel);
 	a = facts->attnums;
-
-	idx = index_open(facts->key_index, AccessShareLock);
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->source));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->event_id));
-	scan = index_beginscan(rel, idx, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	old_slot = table_slot_create(rel, NULL);
-	found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
-	index_endscan(scan);
-	index_close(idx, NoLock);
-	if (found)
-		slot_getallattrs(old_slot);
-	if (!found || DatumGetInt64(old_slot->tts_values[a[COL_ID] - 1]) != row->id)
-		EventVanished(row);
-
-	/* The new version: the old one's values (a TOASTed payload keeps its
-	 * pointer), changed. */
-	values = (Datum *) palloc(sizeof(Datum) * desc->natts);
-	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
-	memcpy(values, old_slot->tts_values, sizeof(Datum) * desc->natts);
-	memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
-	tid = old_slot->tts_tid;
-	change->apply(values, nulls, a, change->arg);
 
 	/* An UPDATE's work without its plan: the heap (HOT when it can be),
 	 * then the indexes if it was not, partial ones by their predicate. The
@@ -350,9 +339,55 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	OpenIndexes(rri, rel);
 	new_slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsHeapTuple);
-	tuple = heap_form_tuple(desc, values, nulls);
-	ExecStoreHeapTuple(tuple, new_slot, false);
-	simple_table_tuple_update(rel, &tid, new_slot, snapshot, &update_indexes);
+	old_slot = table_slot_create(rel, NULL);
+	values = (Datum *) palloc(sizeof(Datum) * desc->natts);
+	nulls = (bool *) palloc(sizeof(bool) * desc->natts);
+	idx = index_open(facts->key_index, AccessShareLock);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(row->event_id));
+	/*
+	 * As an UPDATE under READ COMMITTED (EvalPlanQual): the change is made
+	 * to the latest version, and if another transaction changed the row
+	 * meanwhile (one that does not take the row lock its callers hold: a
+	 * busy delivery's count while a retry's handler runs, a replay left
+	 * open), its commit is waited for and the change made again to the
+	 * version it left. (simple_table_tuple_update raised XX000 "tuple
+	 * concurrently updated" there.)
+	 */
+	for (;;)
+	{
+		TM_FailureData tmfd;
+		LockTupleMode lockmode;
+		TM_Result	res;
+
+		CommandCounterIncrement();
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		scan = index_beginscan(rel, idx, snapshot, 2, 0);
+		index_rescan(scan, keys, 2, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
+		index_endscan(scan);
+		if (found)
+			slot_getallattrs(old_slot);
+		if (!found || DatumGetInt64(old_slot->tts_values[a[COL_ID] - 1]) != row->id)
+			EventVanished(row);
+
+		/* The new version: the old one's values (a TOASTed payload keeps
+		 * its pointer), changed. */
+		memcpy(values, old_slot->tts_values, sizeof(Datum) * desc->natts);
+		memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
+		tid = old_slot->tts_tid;
+		change->apply(values, nulls, a, change->arg);
+		tuple = heap_form_tuple(desc, values, nulls);
+		ExecStoreHeapTuple(tuple, new_slot, false);
+		res = table_tuple_update(rel, &tid, new_slot, GetCurrentCommandId(true), snapshot,
+								 InvalidSnapshot, true, &tmfd, &lockmode, &update_indexes);
+		if (res == TM_Ok)
+			break;
+		UnregisterSnapshot(snapshot);
+		if (res != TM_Updated && res != TM_Deleted)
+			elog(ERROR, "unexpected table_tuple_update status: %u", res);
+	}
+	index_close(idx, NoLock);
 	if (update_indexes && rri->ri_NumIndices > 0)
 		list_free(ExecInsertIndexTuples(rri, new_slot, estate, true, false, NULL, NIL));
 	if (out != NULL)
@@ -462,7 +497,7 @@ LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *ro
 	int			answer;
 
 	/* On Citus the row is in a shard: the routed statement locks it. */
-	if (EventsDistributed())
+	if (EventsDistributed() || !DirectWritesAllowed())
 		return -1;
 	rel = table_open(EventsRelid(), RowShareLock);
 	facts = EventsFacts(rel);
