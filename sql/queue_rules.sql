@@ -117,6 +117,22 @@ SET statement_timeout = 100;
 SELECT pg_temp.err($$SELECT status FROM webhook_idem.apply_event('q_sync', '{"id": "t4", "sleep": 5}')$$) AS statement_timeout;
 RESET statement_timeout;
 SELECT count(*) AS t4_not_recorded FROM webhook_idem.events WHERE event_id = 't4';
+-- So is a cancel in a worker's call (statement_timeout on process_pending).
+SELECT status FROM webhook_idem.apply_event('q_async', '{"id": "t6", "sleep": 5}');
+SET statement_timeout = 100;
+SELECT webhook_idem.process_pending('q_async') AS worker_statement_timeout;
+RESET statement_timeout;
+UPDATE webhook_idem.events SET status = 'applied', next_attempt_at = NULL WHERE event_id = 't6';
+-- A handler that raises query_canceled itself has failed, like any error
+-- it raises: no interrupt came. Taken as a cancel, it failed every call
+-- that reached it (process_pending's whole batch, each time) and stopped
+-- its queue, attempted never.
+SELECT status, http_status, attempts, detail FROM webhook_idem.apply_event('q_sync', '{"id": "c1", "raise": "57014"}');
+SELECT a.status, b.status FROM webhook_idem.apply_event('q_async', '{"id": "c2", "raise": "57014"}') a,
+       webhook_idem.apply_event('q_async', '{"id": "c3"}') b;
+SELECT webhook_idem.process_pending('q_async') AS processed;
+SELECT event_id, status, attempts, last_error FROM webhook_idem.events
+ WHERE event_id IN ('c1', 'c2', 'c3') ORDER BY event_id;
 
 -- ---- class-40 errors in workers (item 11) ----------------------------
 SELECT status FROM webhook_idem.apply_event('q_async', '{"id": "k1", "raise": "40001"}');

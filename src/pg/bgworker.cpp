@@ -342,11 +342,11 @@ WorkerCheckForInterrupts(void)
  * so that an error escaping it ends that transaction only: rolled back,
  * logged as "webhook_idem worker: <what> [<event id>] failed: ..." (id
  * when it is not 0; detail, if not NULL, as the log entry's detail), and
- * the worker goes on. Returns NULL, or the error as "message (SQLSTATE xxxxx)" (palloc'd
- * in the caller's context, for the caller to free). An error here is a
- * cancel (pg_cancel_backend(), a handler raising query_canceled itself,
- * which RunHandler re-raises as a session's call would) or anything a
- * transaction's rules let through; left to end the process, it would cost
+ * the worker goes on. Returns NULL, or the error as "message (SQLSTATE
+ * xxxxx)" (palloc'd in the caller's context, for the caller to free). An
+ * error here is a cancel (pg_cancel_backend(), which RunHandler re-raises
+ * as a session's call would) or anything a transaction's rules let
+ * through; left to end the process, it would cost
  * every other event of the claim an attempt, a last one included, and
  * keep the worker away for its restart time (10 s). A cancel is spent on
  * the statement it cancelled, as PostgresMain forgets one after an error.

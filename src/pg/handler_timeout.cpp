@@ -113,13 +113,24 @@ HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out, ch
 {
 	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 	{
-		/* Like PL/pgSQL's WHEN OTHERS, a cancel is not the handler's
-		 * failure, unless our own timer caused it. */
-		if (!timed_out)
+		if (timed_out)
+		{
+			*message = psprintf("handler ran past webhook_idem.handler_timeout (%d ms) (SQLSTATE %s)",
+								timer_ms, unpack_sql_state(edata->sqlerrcode));
+			return true;
+		}
+		/*
+		 * A cancel (pg_cancel_backend, statement_timeout), which PostgreSQL
+		 * raises where it services interrupts, is not the handler's
+		 * failure: like PL/pgSQL's WHEN OTHERS, it lets it through, and the
+		 * call is cancelled. The same SQLSTATE raised by the handler itself
+		 * (RAISE ... USING ERRCODE = 'query_canceled'; re-raised with a
+		 * bare RAISE, a real cancel keeps where it came from) is its
+		 * failure, like any error it raises: taken as a cancel, it failed
+		 * every call that reached its event, and stopped its queue.
+		 */
+		if (edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0)
 			return false;
-		*message = psprintf("handler ran past webhook_idem.handler_timeout (%d ms) (SQLSTATE %s)",
-							timer_ms, unpack_sql_state(edata->sqlerrcode));
-		return true;
 	}
 	/* A serialization failure or deadlock (class 40) is the transaction's to
 	 * retry in a delivery (its sender retries); a worker's batch must go on,
