@@ -188,6 +188,21 @@ SELECT pg_temp.rotate('eighth');
 SELECT pg_temp.deliver('sc_live', 'seventh', 'm17') AS old, pg_temp.deliver('sc_live', 'eighth', 'm18') AS new;
 SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'sc_live';
 
+-- 5b. A schema renamed (no pg_proc row changes): the handler's stored
+--     name no longer resolves, and this session's cache follows at once,
+--     as a new session would, instead of running the function by its
+--     cached OID; renamed back, it runs again.
+CREATE SCHEMA sc_r;
+CREATE FUNCTION sc_r.h(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT '{"ran": "sc_r.h"}'::jsonb $$;
+SELECT source FROM webhook_idem.register_source('sc_ren', 'none', handler => 'sc_r.h(jsonb)');
+SELECT status, result FROM webhook_idem.apply_event('sc_ren', '{"id": "n1"}');
+ALTER SCHEMA sc_r RENAME TO sc_r_off;
+SELECT status, detail FROM webhook_idem.apply_event('sc_ren', '{"id": "n2"}');
+ALTER SCHEMA sc_r_off RENAME TO sc_r;
+SELECT status, result FROM webhook_idem.apply_event('sc_ren', '{"id": "n2"}');
+SELECT webhook_idem.drop_source('sc_ren', force => true);
+DROP SCHEMA sc_r CASCADE;
+
 -- Clean up before the extension is dropped below.
 SELECT count(*) FROM (SELECT webhook_idem.drop_source(source, force => true) FROM webhook_idem.sources
                        WHERE source LIKE 'sc\_%') d;

@@ -2,7 +2,7 @@
  * source_cache.cpp - registered sources, read once per backend and kept
  * until webhook_idem.sources or source_secrets change (an ENABLE ALWAYS
  * statement trigger on both sends a relcache invalidation for sources), or
- * until a function changes (handlers are re-resolved). Pending invalidations
+ * until a function or a schema changes (handlers are re-resolved). Pending invalidations
  * are read at every lookup and sources are read with a fresh snapshot, so
  * a change committed by any session is followed from the next statement,
  * whatever the caller's isolation level. A source that cannot be loaded is
@@ -62,8 +62,10 @@ SourcesInvalidated(Datum, Oid relid)
 	}
 }
 
-/* Syscache invalidation of pg_proc: a handler may have been dropped,
- * created again or altered, so sources are read and resolved again. */
+/* Syscache invalidation of pg_proc or pg_namespace: a handler may have
+ * been dropped, created again or altered, or its schema renamed (which
+ * changes no pg_proc row, yet what the stored name resolves to), so
+ * sources are read and resolved again. */
 static void
 FunctionsInvalidated(Datum, int, uint32)
 {
@@ -82,6 +84,7 @@ WatchCatalog(void)
 	{
 		WiRegisterRelcacheCallback(SourcesInvalidated);
 		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, FunctionsInvalidated, (Datum) 0);
 		callbacks_registered = true;
 	}
 }
