@@ -12,6 +12,11 @@
 #include "pg/verify.h"
 
 extern "C" {
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "storage/lwlock.h"
+
 PG_FUNCTION_INFO_V1(webhook_idem_apply_event);
 }
 
@@ -142,9 +147,39 @@ SameBody(const EventRow *row, bytea *sha)
 }
 
 /*
+ * An answer read from a committed row that writes nothing (a duplicate, a
+ * stale event again) flushes nothing at its own commit. The row's commit
+ * may be asynchronous and not yet flushed (an in-database worker applies
+ * with synchronous_commit off): a crash would take back what the answer
+ * reports, and its sender, told 200, never delivers again. So that commit
+ * is flushed first, as a commit of this session's would be (nothing is
+ * waited for when this session's synchronous_commit is off, or when the
+ * row's commit is known to be flushed: its hint bit set, which is almost
+ * always). The commit's LSN is read from the commit log as txid_status()
+ * reads a status, under XactTruncationLock for a transaction it may still
+ * hold.
+ */
+static void
+FlushRowCommit(const EventRow *row)
+{
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+
+	if (row->xmin_durable || !TransactionIdIsNormal(row->xmin) ||
+		synchronous_commit == SYNCHRONOUS_COMMIT_OFF || RecoveryInProgress())
+		return;
+	LWLockAcquire(XactTruncationLock, LW_SHARED);
+	if (TransactionIdFollowsOrEquals(row->xmin, ShmemVariableCache->oldestClogXid))
+		lsn = TransactionIdGetCommitLSN(row->xmin);
+	LWLockRelease(XactTruncationLock);
+	if (!XLogRecPtrIsInvalid(lsn) && XLogNeedsFlush(lsn))
+		XLogFlush(lsn);
+}
+
+/*
  * Answers a duplicate of an applied event with its stored result. It writes
  * nothing: no row version, no WAL, no transaction id, so its commit waits
- * for no WAL flush (SPEC section 2). It is counted in shared memory when
+ * for no WAL flush (SPEC section 2), unless the application's own commit
+ * is not flushed yet (FlushRowCommit). It is counted in shared memory when
  * the library is preloaded (metrics(), the stats view), not in the row.
  */
 static Outcome
@@ -152,6 +187,7 @@ DuplicateOutcome(const char *event_id, const EventRow *row)
 {
 	Outcome		o = MakeOutcome("duplicate", 200, event_id, NULL);
 
+	FlushRowCommit(row);
 	o.result = row->result;
 	o.attempts = row->attempts;
 	o.attempts_null = false;
@@ -165,6 +201,7 @@ StaleAgainOutcome(const char *event_id, const EventRow *row)
 {
 	Outcome		o = MakeOutcome("stale", 200, event_id, row->last_error);
 
+	FlushRowCommit(row);
 	o.attempts = row->attempts;
 	o.attempts_null = false;
 	return o;

@@ -1,0 +1,68 @@
+# A duplicate is answered from the committed row and writes nothing, so its
+# own commit flushes nothing. An in-database worker applies an event with
+# synchronous_commit off (docs/async.md): until the WAL writer flushes that
+# commit, a crash takes it back. A duplicate answered in that window must
+# not report an application the crash undoes (the sender, told 200, never
+# delivers again): its answer waits for that commit's flush, as a commit of
+# the session's own would (synchronous_commit on). Checked: an event
+# applied by a worker, answered duplicate, then an immediate shutdown: it
+# is still applied after the restart, its effect kept.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('duplicate_durable');
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'webhook_idem'
+webhook_idem.workers = 1
+webhook_idem.database = 'postgres'
+# The WAL writer flushes asynchronous commits this late: the window is wide.
+wal_writer_delay = '10s'
+wal_writer_flush_after = 0
+autovacuum = off
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied_log (event_id text NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO applied_log VALUES (p->>'id');
+  RETURN jsonb_build_object('ok', p->>'id');
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'dd', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, max_attempts => 3);
+});
+
+# Queues $id, waits until the worker has applied it, then redelivers it;
+# returns the redelivery's status.
+sub applied_then_duplicate
+{
+	my ($id) = @_;
+	my $body = qq{convert_to('{"id": "$id"}', 'UTF8')};
+	is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.apply_event('dd', $body)"),
+		'queued', "$id queued");
+	ok( $node->poll_query_until(
+			'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = '$id'"),
+		"$id applied by the worker");
+	return $node->safe_psql('postgres',
+		"SELECT status FROM webhook_idem.apply_event('dd', $body)");
+}
+
+is(applied_then_duplicate('e1'), 'duplicate', 'its redelivery answered duplicate');
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.events WHERE event_id = 'e1'"),
+	'applied', 'after a crash the event is still applied');
+is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log WHERE event_id = 'e1'"),
+	'1', 'its effect kept, once');
+
+$node->stop;
+done_testing();
