@@ -568,6 +568,10 @@ webhook_idem_worker_main(Datum main_arg)
 			if ((n = ClaimBatch(claimed, max, &ready, &failed)) == 0)
 				break;
 			leased_at = GetCurrentTimestamp();
+			/* Held while they wait: a lease of theirs that runs out
+			 * behind a long handler is not taken for this worker gone. */
+			for (int i = 0; i < n; i++)
+				HoldClaimedEvent(claimed[i].id, true);
 
 			for (int i = 0; i < n; i++)
 			{
@@ -586,6 +590,7 @@ webhook_idem_worker_main(Datum main_arg)
 				started = GetCurrentTimestamp();
 
 				ApplyOneGuarded(&claimed[i]);
+				HoldClaimedEvent(claimed[i].id, false);
 				finished_ids[n_finished++] = claimed[i].id;
 				if (++applied % 100 == 0)
 					ForwardGuarded();	/* the relay, between events too */

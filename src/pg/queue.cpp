@@ -26,8 +26,11 @@ EventIsDue(const EventRow *row)
 {
 	if (row->status != WI_QUEUED && row->status != WI_FAILED && row->status != WI_PROCESSING)
 		return false;
-	return !row->next_attempt_null &&
-		row->next_attempt_at <= GetCurrentTransactionStartTimestamp();
+	if (row->next_attempt_null || row->next_attempt_at > GetCurrentTransactionStartTimestamp())
+		return false;
+	/* A lease run out on an event that waits in a live in-database
+	 * worker's claim is no worker gone: that worker applies it. */
+	return row->status != WI_PROCESSING || !ClaimedEventHeldElsewhere(row->id);
 }
 
 WiEventStatus

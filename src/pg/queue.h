@@ -61,7 +61,10 @@
 
 /* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
  * (its retry time has come) or processing (its lease ran out), with
- * next_attempt_at at or before now (the transaction's start). */
+ * next_attempt_at at or before now (the transaction's start); and, what
+ * SQL cannot see, a processing event is not due while it waits in the
+ * claim of a live in-database worker (HoldClaimedEvent), whose lease ran
+ * out only because an earlier handler of the claim ran long. */
 bool		EventIsDue(const EventRow *row);
 
 /* The attempts counted since the last replay, attempts - attempts_base,

@@ -196,6 +196,18 @@ void		PopAppliedEvents(int depth);
  * false, returns false at once if another transaction holds it. */
 bool		LockEntity(const char *source, const char *entity, bool wait);
 
+/* An in-database worker's hold on an event of its claim (objsubid 22347,
+ * keyed by the event's id), session-scoped: taken once the claim has
+ * committed, let go once the worker is done with the event. While it lives
+ * and holds it, the event waits in its claim: a lease that runs out
+ * meanwhile (an earlier handler of the claim ran long) is not a worker
+ * gone, and no one else takes or buries the event (EventIsDue). Its death
+ * lets go of every hold. */
+void		HoldClaimedEvent(int64 id, bool hold);
+
+/* True if another backend holds the event (HoldClaimedEvent). */
+bool		ClaimedEventHeldElsewhere(int64 id);
+
 /* --- handler_rules.cpp ---------------------------------------------- */
 
 /* Why the function in proctup (pg_proc) may not run as the handler of a

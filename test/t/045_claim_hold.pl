@@ -1,0 +1,109 @@
+# An in-database worker claims up to 16 events in one claim, with a lease
+# each, and applies them one after another. A handler of the claim that
+# runs past the lease leaves the others waiting with their leases run out,
+# though their worker is alive: another worker took that for a worker gone
+# and buried them ("lease expired on the last attempt", never run) or
+# spent one of their attempts. The worker now holds each event of its claim
+# while it waits (a session lock that dies with it): no one else takes or
+# buries it, and the worker applies it. Checked: 15 quick events and one
+# slow one (past the 1 s lease) claimed together by one worker, a second
+# worker claiming all along, max_attempts 1: all 16 applied, once each,
+# none dead; then the worker killed with a claim in hand: the others
+# take its events once their leases run out (its holds died with it).
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('claim_hold');
+$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'webhook_idem'
+webhook_idem.workers = 2
+webhook_idem.database = 'postgres'
+webhook_idem.worker_lease = '1s'
+restart_after_crash = on
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied_log (event_id text NOT NULL, attempt int NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  IF p->>'type' = 'slow' THEN
+    PERFORM pg_sleep(2.5);
+  END IF;
+  IF p->>'type' = 'stuck' THEN
+    PERFORM pg_advisory_xact_lock_shared(42);
+  END IF;
+  INSERT INTO applied_log VALUES (p->>'id', (webhook_idem.current_event()).attempts);
+  RETURN jsonb_build_object('ok', p->>'id');
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'ch', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, max_attempts => 1);
+SELECT FROM webhook_idem.register_source(source => 'ch3', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure, max_attempts => 3);
+});
+
+sub queue_sql
+{
+	my ($source, $prefix, $n, $last_type) = @_;
+	return "SELECT count(webhook_idem.apply_event('$source', convert_to(format("
+	  . "'{\"id\": \"$prefix%s\", \"type\": \"%s\"}', i, CASE WHEN i = $n THEN '$last_type' ELSE 'quick' END),"
+	  . " 'UTF8'))) FROM generate_series(1, $n) i";
+}
+
+# Warm-up: quick events, so that the workers' claims grow to 16.
+$node->safe_psql('postgres', queue_sql('ch', 'warm', 200, 'quick'));
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 200 FROM applied_log WHERE event_id LIKE 'warm%'"),
+	'the warm-up applied');
+sleep 1.5;
+
+# 16 in one transaction: a claim of 16 takes them all, the slow one (queued
+# last, a last attempt like all of them) applied first.
+$node->safe_psql('postgres', "BEGIN; " . queue_sql('ch', 'h', 16, 'slow') . "; COMMIT;");
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 0 FROM webhook_idem.events WHERE source = 'ch' AND status NOT IN ('applied', 'dead')"),
+	'the claim drained');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*) FILTER (WHERE status = 'applied') || '|' || count(*) FILTER (WHERE status = 'dead')"
+		  . " FROM webhook_idem.events WHERE event_id LIKE 'h%'"),
+	'16|0', 'all 16 applied, none buried');
+is($node->safe_psql('postgres', "SELECT count(*), count(DISTINCT event_id) FROM applied_log WHERE event_id LIKE 'h%'"),
+	'16|16', 'each once');
+is($node->safe_psql('postgres', "SELECT max(attempts) FROM webhook_idem.events WHERE event_id LIKE 'h%'"),
+	'1', 'at their first attempt');
+
+# A worker killed with events of its claim in hand: its holds die with it,
+# and once their leases run out the events are taken again (max_attempts 3:
+# the attempt of the claim that died is spent).
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('SELECT pg_advisory_lock(42)');
+$node->safe_psql('postgres', "BEGIN; " . queue_sql('ch3', 'k', 8, 'stuck') . "; COMMIT;");
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'}),
+	'a worker is inside the stuck handler');
+$node->safe_psql('postgres', q{
+SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+ WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'});
+$locker->query_safe('SELECT pg_advisory_unlock(42)');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 8 FROM webhook_idem.events WHERE source = 'ch3' AND status = 'applied'"),
+	'the killed worker\'s events were applied');
+is($node->safe_psql('postgres', "SELECT count(*), count(DISTINCT event_id) FROM applied_log WHERE event_id LIKE 'k%'"),
+	'8|8', 'each once');
+$locker->quit;
+
+$node->stop;
+done_testing();
