@@ -131,28 +131,6 @@ ExtensionReady(void)
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-/* The ids of the events of this worker's last claim, whose entities'
- * next versions its next claim tries first (DueScanHint), and when its
- * claims last walked the due events. */
-static int64 finished_ids[WI_CLAIM_BATCH];
-static int	n_finished = 0;
-static TimestampTz last_walk_at = 0;
-
-/* The most time between two claims that walk the due events while claims
- * find their candidates among the heads of the last claim's entities: the
- * most another event waits for the walk that finds it, behind a backlog
- * of ordered entities the claims follow. */
-#define WI_HINT_WALK_MS 250
-
-/* True if the next claim walks the due events rather than follow the
- * last claim's entities. */
-static bool
-WalkDue(void)
-{
-	return n_finished == 0 ||
-		TimestampDifferenceExceeds(last_walk_at, GetCurrentTimestamp(), WI_HINT_WALK_MS);
-}
-
 typedef struct ClaimArgs
 {
 	ClaimedEvent *claimed;
@@ -197,59 +175,44 @@ ClaimBatchStep(void *arg)
 		args[0] = DirectFunctionCall3(interval_in,
 									  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
 									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		/*
-		 * The next versions of the last claim's entities (DueScanHint),
-		 * between walks over the due events, in their order, at least
-		 * every WI_HINT_WALK_MS; a claim that takes none of them walks at
-		 * once (in the same transaction).
-		 */
-		for (bool walk = WalkDue();; walk = true)
+		args[1] = Int32GetDatum(max);
+		rc = SPI_execute_plan(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
+									   " FROM webhook_idem.claim_next(NULL, $1, $2)",
+									   2, argtypes),
+							  args, NULL, false, max);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "claim_next failed: %s", SPI_result_code_string(rc));
+		for (uint64 i = 0; i < SPI_processed && n < max; i++)
 		{
-			if (walk)
-				last_walk_at = GetCurrentTimestamp();
-			DueScanHint(finished_ids, walk ? 0 : n_finished);
-			args[1] = Int32GetDatum(max - n);
-			rc = SPI_execute_plan(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
-										   " FROM webhook_idem.claim_next(NULL, $1, $2)",
-										   2, argtypes),
-								  args, NULL, false, max - n);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "claim_next failed: %s", SPI_result_code_string(rc));
-			for (uint64 i = 0; i < SPI_processed && n < max; i++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[i];
-				TupleDesc	desc = SPI_tuptable->tupdesc;
-				bool		isnull;
-				ClaimedEvent ev;
-				int32		base;
-				char	   *source;
-				WiSource   *src;
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			ClaimedEvent ev;
+			int32		base;
+			char	   *source;
+			WiSource   *src;
 
-				ev.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-				ev.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-				base = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-				source = TextDatumGetCString(SpiNotNull(tup, desc, 4, "events"));
-				ev.source = MemoryContextStrdup(batch_cxt, source);
-				ev.event_id = MemoryContextStrdup(batch_cxt,
-												  TextDatumGetCString(SpiNotNull(tup, desc, 5, "events")));
-				src = LookupSource(source);
-				/* (A source gone meanwhile: its apply finds nothing to do.) */
-				ev.last = src == NULL || AttemptsExhausted(src, ev.attempt, base);
-				if (ev.last)
-				{
-					/* Last attempts are applied first: a crash in a later
-					 * event's handler must not cost them their only run. */
-					memmove(&claimed[1], &claimed[0], sizeof(ClaimedEvent) * n);
-					claimed[0] = ev;
-				}
-				else
-					claimed[n] = ev;
-				n++;
+			ev.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			ev.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			base = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			source = TextDatumGetCString(SpiNotNull(tup, desc, 4, "events"));
+			ev.source = MemoryContextStrdup(batch_cxt, source);
+			ev.event_id = MemoryContextStrdup(batch_cxt,
+											  TextDatumGetCString(SpiNotNull(tup, desc, 5, "events")));
+			src = LookupSource(source);
+			/* (A source gone meanwhile: its apply finds nothing to do.) */
+			ev.last = src == NULL || AttemptsExhausted(src, ev.attempt, base);
+			if (ev.last)
+			{
+				/* Last attempts are applied first: a crash in a later
+				 * event's handler must not cost them their only run. */
+				memmove(&claimed[1], &claimed[0], sizeof(ClaimedEvent) * n);
+				claimed[0] = ev;
 			}
-			if (walk || n > 0)
-				break;
+			else
+				claimed[n] = ev;
+			n++;
 		}
-		n_finished = 0;
 	}
 	SPI_finish();
 	PopActiveSnapshot();
@@ -591,7 +554,6 @@ webhook_idem_worker_main(Datum main_arg)
 
 				ApplyOneGuarded(&claimed[i]);
 				HoldClaimedEvent(claimed[i].id, false);
-				finished_ids[n_finished++] = claimed[i].id;
 				if (++applied % 100 == 0)
 					ForwardGuarded();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);

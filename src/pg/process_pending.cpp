@@ -135,7 +135,7 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	max_events = Min(max_events, WI_MAX_BATCH);
 
 	SPI_connect();
-	DueScanInit(&scan, source);
+	DueScanInit(&scan, source, false);	/* every call walks */
 	while (done < max_events)
 	{
 		EventRow	row;

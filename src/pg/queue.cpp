@@ -65,11 +65,21 @@ BurySpentEvent(const WiSource *src, const EventRow *row, bool delivery)
 	return why;
 }
 
-/* DueScanHint's candidates, for the next DueScanInit (in TopMemoryContext). */
-static int64 *hint_ids = NULL;
-static int	n_hint_ids = 0;
-static int	cap_hint_ids = 0;
-static LocalTransactionId hint_lxid = InvalidLocalTransactionId;	/* the claim's */
+/*
+ * What this backend's last scan returned (in TopMemoryContext), for its
+ * next one: the entities whose next versions that one tries first, as
+ * hints, instead of a walk over every due event. A backlog of many
+ * versions of a few entities cost every claim a walk over all of it, for
+ * one event of each entity (docs/ordering.md). At least every
+ * WI_HINT_WALK_MS a scan walks all the same, so that no other event waits
+ * longer behind the versions those entities keep letting through; a scan
+ * whose hints give it nothing walks at once.
+ */
+#define WI_HINT_WALK_MS 250
+#define WI_RECENT_MAX (2 * WI_MAX_BATCH)
+static int64 recent_ids[WI_RECENT_MAX];
+static int	n_recent = 0;
+static TimestampTz last_walk_at = 0;	/* when this backend's last walk began */
 
 /*
  * The heads now of the entities of the events ids (WI_ENTITY_HEADS_SQL),
@@ -117,14 +127,7 @@ EntityHeads(const int64 *ids, int n, int64 **out, int *cap, MemoryContext cxt)
 }
 
 void
-DueScanHint(const int64 *finished, int n)
-{
-	hint_lxid = MyProc->lxid;
-	n_hint_ids = EntityHeads(finished, n, &hint_ids, &cap_hint_ids, TopMemoryContext);
-}
-
-void
-DueScanInit(DueScan *scan, text *source)
+DueScanInit(DueScan *scan, text *source, bool follow_last)
 {
 	memset(scan, 0, sizeof(*scan));
 	scan->source = source;
@@ -133,15 +136,17 @@ DueScanInit(DueScan *scan, text *source)
 	scan->cap_skip_sources = 4;
 	scan->skip_sources = (Datum *) palloc(sizeof(Datum) * scan->cap_skip_sources);
 	TIMESTAMP_NOBEGIN(scan->after);
-	/* The hints are this scan's, and only this one's (in the claim's
-	 * transaction: a scan in another, if that claim failed first, walks). */
-	if (n_hint_ids > 0 && hint_lxid == MyProc->lxid)
+	/* The last scan's events, looked up (EntityHeads) when the scan
+	 * begins, connected to SPI; taken only by this scan. */
+	if (follow_last && n_recent > 0 &&
+		!TimestampDifferenceExceeds(last_walk_at, GetCurrentTimestamp(), WI_HINT_WALK_MS))
 	{
-		scan->hints = (int64 *) palloc(sizeof(int64) * n_hint_ids);
-		memcpy(scan->hints, hint_ids, sizeof(int64) * n_hint_ids);
-		scan->n_hints = scan->cap_hints = n_hint_ids;
+		scan->returned = (int64 *) palloc(sizeof(int64) * n_recent);
+		memcpy(scan->returned, recent_ids, sizeof(int64) * n_recent);
+		scan->n_returned = scan->cap_returned = n_recent;
+		scan->from_last_scan = true;
 	}
-	n_hint_ids = 0;
+	n_recent = 0;
 	scan->advances_at_hints = OrderAdvances();
 }
 
@@ -157,6 +162,9 @@ ScanReturns(DueScan *scan, int64 id)
 			: (int64 *) repalloc(scan->returned, sizeof(int64) * scan->cap_returned);
 	}
 	scan->returned[scan->n_returned++] = id;
+	scan->took_hints |= scan->n_hints > 0;
+	if (n_recent < WI_RECENT_MAX)
+		recent_ids[n_recent++] = id;
 	return id;
 }
 
@@ -347,13 +355,20 @@ DueScanNext(DueScan *scan, EventRow *row)
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
 
+	/* First the last scan's entities (DueScanInit), if it was recent. */
+	if (scan->from_last_scan && scan->n_hints == 0 && !scan->took_hints)
+	{
+		if (!HintsFromReturned(scan))
+			scan->from_last_scan = false;	/* nothing to follow: walk */
+	}
 	for (;;)
 	{
-		/* Hints (DueScanHint's, or the heads that followed a walk) instead
-		 * of a walk: each row-locked as the walk would lock it (never
-		 * waiting), returned only if it is due; once they are used up,
-		 * those of the entities they advanced, until none advances. A
-		 * scan that had hints never walks. */
+		/* Hints (the heads of the entities of the last scan's events, or
+		 * of those this scan returned) instead of a walk: each row-locked
+		 * as the walk would lock it (never waiting), returned only if it
+		 * is due; once they are used up, those of the entities they
+		 * advanced, until none advances. A scan that took a hint does not
+		 * walk; one whose hints from the last scan gave it nothing does. */
 		if (scan->n_hints > 0)
 		{
 			while (scan->next_hint < scan->n_hints)
@@ -366,8 +381,13 @@ DueScanNext(DueScan *scan, EventRow *row)
 					!ScanSkips(scan, id, row->source))
 					return ScanReturns(scan, id);
 			}
-			if (OrderAdvances() == scan->advances_at_hints || !HintsFromReturned(scan))
+			if (OrderAdvances() != scan->advances_at_hints && HintsFromReturned(scan))
+				continue;
+			if (scan->took_hints || !scan->from_last_scan)
 				return 0;
+			/* The last scan's entities gave nothing: walk. */
+			scan->n_hints = 0;
+			scan->from_last_scan = false;
 			continue;
 		}
 		if (scan->n_skip >= WI_MAX_BATCH)
@@ -400,7 +420,10 @@ DueScanNext(DueScan *scan, EventRow *row)
 			 * (after its LIMIT, or without a source) keeps what the part
 			 * before it let through. */
 			if (TIMESTAMP_IS_NOBEGIN(scan->after))
+			{
 				scan->advances_at_open = OrderAdvances();
+				last_walk_at = GetCurrentTimestamp();
+			}
 			pfree(elems);
 		}
 		SPI_cursor_fetch(scan->portal, true, 1);
@@ -605,7 +628,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
-	DueScanInit(&scan, source);
+	DueScanInit(&scan, source, true);	/* a claim follows the last one */
 	while (claimed < batch)
 	{
 		EventRow	row;

@@ -54,7 +54,7 @@
 /* "The heads now of the entities of the events $1" (an int8[]): for each
  * of them that has an order row, the oldest unfinished event of its
  * entity, as WI_ORDER_HEAD_SQL orders them (NULL for an entity with none).
- * The in-database workers' candidates for their next claim (DueScanHint). */
+ * The due scan's candidates instead of a walk (DueScanInit, DueScanNext). */
 #define WI_ENTITY_HEADS_SQL \
 	"SELECT DISTINCT " WI_FIRST_UNFINISHED_SQL("o", "") \
 	" FROM webhook_idem.event_order o WHERE o.id OPERATOR(pg_catalog.=) ANY ($1)"
@@ -121,7 +121,7 @@ typedef struct DueScan
 	int			n_skip_sources;
 	int			cap_skip_sources;
 	TimestampTz after;			/* due no earlier than the last one taken */
-	int64	   *hints;			/* candidates tried instead of a walk (DueScanHint) */
+	int64	   *hints;			/* candidates tried instead of a walk */
 	int			n_hints;
 	int			cap_hints;
 	int			next_hint;
@@ -129,26 +129,24 @@ typedef struct DueScan
 	int64	   *returned;		/* ids returned since the walk or the hints */
 	int			n_returned;
 	int			cap_returned;
+	bool		from_last_scan; /* returned: the last scan's, for its hints */
+	bool		took_hints;		/* returned a hint */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
 	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
 } DueScan;
 
-/* Starts a walk over the due events of source (NULL: every source). */
-void		DueScanInit(DueScan *scan, text *source);
-
-/* For the next DueScanInit of this backend only (an in-database worker's
- * next claim): the heads now of the entities of the events finished (the
- * ids of its last claim), tried instead of a walk over the due events,
- * each only if due and free, and taken only as TakeDueEvent allows, like
- * any event the walk reads. So an entity's next version is taken as soon
- * as its head is applied, without a walk over every due event (a scan
- * with no hints, n = 0 or none found, walks; a claim that takes none of
- * its hints should walk next). Without this, a backlog of many versions of
- * a few entities costs each claim a walk over all of it, for one event of
- * each entity (docs/ordering.md). Call it connected to SPI, in the
- * claim's transaction. */
-void		DueScanHint(const int64 *finished, int n);
+/* Starts a walk over the due events of source (NULL: every source). With
+ * follow_last (claims: claim_next, and so the in-database workers), if
+ * this backend's last walk began less than 250 ms ago, the scan first
+ * tries the heads now of the entities of the events its last scan
+ * returned (their next versions: each only if due and free, and taken only
+ * as TakeDueEvent allows, like any event the walk reads), and walks only
+ * if they give it nothing. A claim takes one event of an entity, so
+ * without this a backlog of many versions of a few entities cost every
+ * claim a walk over all of it. process_pending walks every call: a call
+ * takes up to max_events, the versions it lets through included. */
+void		DueScanInit(DueScan *scan, text *source, bool follow_last);
 
 /* The oldest due event not passed over that no one else holds, row-locked
  * for us and read into *row; 0 if there is none, or once the call has
@@ -159,9 +157,10 @@ void		DueScanHint(const int64 *finished, int n);
  * due behind it meanwhile is found by the next call, whose walk starts at
  * the beginning). Once the walk is over, the next versions of the
  * entities whose heads the call finished (NoteOrderAdvance) are looked up
- * by entity, as DueScanHint's are, until none is left. On Citus each candidate is read over every shard without
- * a lock, then locked and read again on its shard (it may no longer be
- * due: TakeDueEvent says). */
+ * by entity, as the last scan's are (DueScanInit), until none is left.
+ * On Citus each candidate is read over every shard without a lock, then
+ * locked and read again on its shard (it may no longer be due:
+ * TakeDueEvent says), with no hints. */
 int64		DueScanNext(DueScan *scan, EventRow *row);
 
 /* Ends the walk (closes its cursor). */

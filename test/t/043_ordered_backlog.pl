@@ -1,10 +1,10 @@
 # A backlog of many versions of a few entities, drained by the in-database
-# workers. A claim takes at most one event of an entity (its head), so a
-# claim that walked the due events for its candidates read the whole
-# backlog for each handful of events: the drain cost its square. A
-# worker's next claim now takes the next versions of the entities of its
-# last claim directly (DueScanHint) and walks only every 250 ms, or when
-# those give it nothing. Checked here: most claims do not walk; every
+# workers, then from a session. A claim takes at most one event of an
+# entity (its head), so a claim that walked the due events for its
+# candidates read the whole backlog for each handful of events: the drain
+# cost its square. A backend's next claim now takes the next versions of
+# the entities of its last one directly (DueScanInit) and walks only every
+# 250 ms, or when those give it nothing. Checked here: most claims do not walk; every
 # event is applied once, each entity's in version order; an unordered
 # event queued behind a backlog of fewer entities than a claim takes (16)
 # is not kept waiting for the versions behind their heads. (Behind more
@@ -145,6 +145,52 @@ SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
 cmp_ok($calls, '<=', 1600 / 100 + 2, "process_pending took its maximum per call ($calls calls)");
 cmp_ok($session_walks, '<=', 2 * $calls,
 	"a call walked once or twice, not once per version let through ($session_walks walks)");
+
+# A session's claim_next loop (claim one, complete it) follows the
+# entities of its last claim too: walks at most every 250 ms, not one per
+# claim.
+$node->safe_psql(
+	'sess', q{
+DELETE FROM applied;
+SELECT count(webhook_idem.apply_event('ord',
+         convert_to(format('{"id": "c_%s_%s", "e": "c%s", "v": %s}', e, v, e, v), 'UTF8')))
+  FROM generate_series(1, 100) v, generate_series(1, 8) e;
+});
+$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
+my $claims_made = $node->safe_psql(
+	'sess', q{
+CREATE TEMP TABLE claims (n int);
+DO $$
+DECLARE
+  r record;
+  n int := 0;
+BEGIN
+  LOOP
+    SELECT id, attempts, payload INTO r FROM webhook_idem.claim_next('ord', '30 seconds', 1);
+    EXIT WHEN NOT FOUND OR n > 2000;
+    n := n + 1;
+    INSERT INTO applied (event_id, entity, version)
+      VALUES (r.payload->>'id', r.payload->>'e', (r.payload->>'v')::int);
+    PERFORM webhook_idem.complete(r.id, r.attempts);
+    COMMIT;
+  END LOOP;
+  INSERT INTO claims VALUES (n);
+END $$;
+SELECT n FROM claims;
+});
+is($claims_made, '800', 'claim_next from a session: 800 claims');
+is( $node->safe_psql(
+		'sess', q{
+SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
+                        FROM applied) s WHERE back}),
+	'0', 'claim_next: each entity claimed in version order');
+my $claim_walks = $node->safe_psql(
+	'postgres', q{
+SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+ WHERE query LIKE 'SELECT id, source, event_id, status,%WHERE status%FOR UPDATE SKIP LOCKED'
+   AND dbid = (SELECT oid FROM pg_database WHERE datname = 'sess')});
+cmp_ok($claim_walks, '<', $claims_made / 3,
+	"most of a session's claims took the next versions without a walk ($claim_walks walks)");
 
 $node->stop;
 done_testing();
