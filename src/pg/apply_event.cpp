@@ -152,19 +152,21 @@ SameBody(const EventRow *row, bytea *sha)
  * may be asynchronous and not yet flushed (an in-database worker applies
  * with synchronous_commit off): a crash would take back what the answer
  * reports, and its sender, told 200, never delivers again. So that commit
- * is flushed first, as a commit of this session's would be (nothing is
- * waited for when this session's synchronous_commit is off, or when the
- * row's commit is known to be flushed: its hint bit set, which is almost
- * always). The commit's LSN is read from the commit log as txid_status()
- * reads a status, under XactTruncationLock for a transaction it may still
- * hold.
+ * is flushed first, as a commit of this session's would be locally
+ * (nothing is waited for when this session's synchronous_commit is off,
+ * or once that commit is flushed, which is almost always). The commit's
+ * LSN (its commit-log group's latest asynchronous commit) is read as
+ * txid_status() reads a status, under XactTruncationLock, for a
+ * transaction the commit log may no longer hold. The row's hint bit says
+ * nothing here: PostgreSQL sets it once the page's LSN has passed that
+ * commit's, flushed or not.
  */
 static void
 FlushRowCommit(const EventRow *row)
 {
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 
-	if (row->xmin_durable || !TransactionIdIsNormal(row->xmin) ||
+	if (!TransactionIdIsNormal(row->xmin) ||
 		synchronous_commit == SYNCHRONOUS_COMMIT_OFF || RecoveryInProgress())
 		return;
 	LWLockAcquire(XactTruncationLock, LW_SHARED);

@@ -272,7 +272,6 @@ EventRowFromValues(EventRow *row, const Datum *v, const bool *n)
 	row->result = n[COL_RESULT] ? NULL : DatumGetJsonbP(v[COL_RESULT]);
 	row->last_error = n[COL_LAST_ERROR] ? NULL : TextDatumGetCString(v[COL_LAST_ERROR]);
 	row->xmin = InvalidTransactionId;
-	row->xmin_durable = false;
 }
 
 void
@@ -365,9 +364,6 @@ EventRowFromTuple(EventRow *row, HeapTuple tuple, TupleDesc desc, const AttrNumb
 	}
 	EventRowFromValues(row, columns, column_nulls);
 	row->xmin = HeapTupleHeaderGetXmin(tuple->t_data);
-	/* PostgreSQL sets the hint only once an asynchronous commit is
-	 * flushed (SetHintBits). */
-	row->xmin_durable = HeapTupleHeaderXminCommitted(tuple->t_data);
 }
 
 /* True if index column i of the pg_index row tup is ordered byte by byte

@@ -68,8 +68,6 @@ typedef struct EventRow
 	Jsonb	   *result;
 	const char *last_error;
 	TransactionId xmin;			/* of the row version read; not a column */
-	bool		xmin_durable;	/* its commit known to be flushed (hinted
-								 * committed, or frozen); not a column */
 } EventRow;
 
 /* deliveries plus n (a count of deliveries, n >= 0), as every path counts

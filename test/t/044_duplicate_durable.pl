@@ -64,5 +64,44 @@ is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.events WHERE ev
 is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log WHERE event_id = 'e1'"),
 	'1', 'its effect kept, once');
 
+# The row's hint bit says nothing of a flush: PostgreSQL sets it once the
+# page's LSN has passed the commit's (its commit-log group's), flushed or
+# not. Here other sessions' asynchronous transactions move the commit log
+# on to another group, and a write lands on the row's page: the hint is
+# set, the worker's commit still unflushed. (A shortcut on the hint let
+# the duplicate answer without the flush.)
+$node->safe_psql('postgres', 'CREATE UNLOGGED TABLE burn (i int)');
+is(applied_then_duplicate('e0'), 'duplicate', 'e0 applied (a row on the same page)');
+$node->safe_psql('postgres', 'CHECKPOINT');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT status FROM webhook_idem.apply_event('dd', convert_to('{\"id\": \"e3\"}', 'UTF8'))"),
+	'queued', 'e3 queued');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'e3'"),
+	'e3 applied by the worker');
+$node->safe_psql(
+	'postgres', q{
+SET synchronous_commit = off;
+BEGIN;
+DO $$ BEGIN
+  FOR i IN 1..40 LOOP
+    BEGIN INSERT INTO burn VALUES (i); RAISE EXCEPTION 'x'; EXCEPTION WHEN OTHERS THEN NULL; END;
+  END LOOP;
+END $$;
+ROLLBACK;
+UPDATE webhook_idem.events SET deliveries = deliveries WHERE event_id = 'e0';
+});
+is( $node->safe_psql(
+		'postgres',
+		"SELECT status FROM webhook_idem.apply_event('dd', convert_to('{\"id\": \"e3\"}', 'UTF8'))"),
+	'duplicate', 'e3 redelivered: duplicate');
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.events WHERE event_id = 'e3'"),
+	'applied', 'after a crash e3 is still applied');
+is($node->safe_psql('postgres', "SELECT count(*) FROM applied_log WHERE event_id = 'e3'"),
+	'1', 'its effect kept, once');
+
 $node->stop;
 done_testing();
