@@ -328,6 +328,23 @@ SAVEPOINT s;
 FETCH ALL FROM hh_leaked;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
+-- The same where no portal runs: a deferred trigger of the caller's,
+-- fired at COMMIT, delivers and then fetches.
+CREATE TABLE pg_temp.hh_later (x int);
+CREATE FUNCTION pg_temp.deliver_then_fetch() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor := 'hh_leaked';
+  r record;
+BEGIN
+  PERFORM webhook_idem.apply_event('hh11', convert_to('{"id": "k3"}', 'UTF8'));
+  FETCH c INTO r;
+  RAISE NOTICE 'leaked: %', r.card;
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER hh_later AFTER INSERT ON pg_temp.hh_later DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION pg_temp.deliver_then_fetch();
+INSERT INTO pg_temp.hh_later VALUES (1);
+DROP TABLE pg_temp.hh_later;
 -- The same for a worker's call.
 SELECT status FROM webhook_idem.apply_event('hh11a', convert_to('{"id": "k2"}', 'UTF8'));
 BEGIN;

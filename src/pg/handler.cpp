@@ -33,16 +33,24 @@ static const WiCurrentEvent *current_event = NULL;
 static void
 CloseHandlerPortals(void)
 {
+	/* The context every portal's context is made in, created once when
+	 * the backend starts (EnablePortalManager) and never freed: found by
+	 * its name among TopMemoryContext's children, the first time. (The
+	 * running portal's would not do: none runs while deferred triggers
+	 * fire at COMMIT, or in a fast-path call.) */
+	static MemoryContext portals_cxt = NULL;
 	SubTransactionId mine = GetCurrentSubTransactionId();
 	Portal		found[16];
 	int			n = 0;
-	/* The running portal's context is a child of the one every portal's
-	 * context is made in. No portal runs in an in-database worker, where
-	 * no caller is left to fetch (its transaction's commit closes them). */
-	MemoryContext portals_cxt = PortalContext != NULL ? PortalContext->parent : NULL;
 
 	if (portals_cxt == NULL)
-		return;
+	{
+		for (MemoryContext c = TopMemoryContext->firstchild; c != NULL; c = c->nextchild)
+			if (strcmp(c->name, "TopPortalContext") == 0)
+				portals_cxt = c;
+		if (portals_cxt == NULL)
+			elog(ERROR, "the portal memory context was not found");
+	}
 	do
 	{
 		n = 0;
