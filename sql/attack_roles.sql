@@ -138,12 +138,15 @@ SELECT source, event_id, status FROM webhook_idem.events WHERE source IN ('ar_ke
 -- 4. A read-only transaction writes nothing, on any path: a first
 --    delivery, a sender's retry of a failed event (which ran the handler
 --    and recorded its attempt through the direct path), a worker's call.
---    Each is 25006, as the SQL statements it stands for would be.
+--    Each is 25006, as the SQL statements it stands for would be, and no
+--    handler runs (its effects outside the database would not be undone,
+--    and the run would count as no attempt).
 SET ROLE ar_admin;
 CREATE TABLE ar.flags (flag text);
 GRANT SELECT ON ar.flags TO PUBLIC;
 CREATE FUNCTION ar.flaky(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 BEGIN
+  RAISE NOTICE 'ar.flaky ran for %', p->>'id';  -- (a run in a read-only transaction would show)
   IF EXISTS (SELECT FROM ar.flags) THEN RAISE EXCEPTION 'flagged'; END IF;
   RETURN '{"ok": true}';
 END $$;
