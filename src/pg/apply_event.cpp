@@ -243,10 +243,11 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 		o = MakeOutcome("queued", 202, event_id, NULL);
 	}
 	else if (row->status == WI_PROCESSING &&
-			 (row->lease_null || row->lease_until > now || ClaimedEventHeldElsewhere(row->id)))
+			 (row->lease_null || row->lease_until > now || LastAttemptHeldElsewhere(src, row)))
 	{
 		/* A worker holds a live lease on it (a replayed sync event), or
-		 * it waits in a live in-database worker's claim. */
+		 * it waits, on its last attempt, in a live in-database worker's
+		 * claim. */
 		BumpDeliveries(row->id, false);
 		o = MakeOutcome("in_progress", 409, event_id, "a worker is applying this event now");
 	}

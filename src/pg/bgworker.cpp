@@ -554,6 +554,10 @@ webhook_idem_worker_main(Datum main_arg)
 
 				ApplyOneGuarded(&claimed[i]);
 				HoldClaimedEvent(claimed[i].id, false);
+				/* A transaction that aborted (a guarded error) let go of
+				 * the others' holds: taken again (a no-op otherwise). */
+				for (int j = i + 1; j < n; j++)
+					HoldClaimedEvent(claimed[j].id, true);
 				if (++applied % 100 == 0)
 					ForwardGuarded();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);

@@ -166,12 +166,13 @@ webhook_idem_try_claim(PG_FUNCTION_ARGS)
 							 text_to_cstring(PG_GETARG_TEXT_PP(1)), false));
 }
 
-/* The hold lock's tag for the event with this id. */
+/* The hold's tag for the event with this id: a lock of the default lock
+ * method (an object lock of no catalog, class 0), not an advisory one,
+ * which pg_advisory_unlock_all() in any handler would let go of. */
 static void
 HoldTag(LOCKTAG *tag, int64 id)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32), (uint32) id,
-						 WI_HOLD_LOCK_SPACE);
+	SET_LOCKTAG_OBJECT(*tag, MyDatabaseId, (Oid) ((uint64) id >> 32), (Oid) id, WI_HOLD_LOCK_SPACE);
 }
 
 void
@@ -180,6 +181,8 @@ HoldClaimedEvent(int64 id, bool hold)
 	LOCKTAG		tag;
 
 	HoldTag(&tag, id);
+	if (hold == LockHeldByMe(&tag, ExclusiveLock))
+		return;					/* as asked already */
 	if (hold)
 		(void) LockAcquire(&tag, ExclusiveLock, true, true);
 	else

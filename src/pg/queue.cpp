@@ -26,11 +26,16 @@ EventIsDue(const EventRow *row)
 {
 	if (row->status != WI_QUEUED && row->status != WI_FAILED && row->status != WI_PROCESSING)
 		return false;
-	if (row->next_attempt_null || row->next_attempt_at > GetCurrentTransactionStartTimestamp())
-		return false;
-	/* A lease run out on an event that waits in a live in-database
-	 * worker's claim is no worker gone: that worker applies it. */
-	return row->status != WI_PROCESSING || !ClaimedEventHeldElsewhere(row->id);
+	return !row->next_attempt_null &&
+		row->next_attempt_at <= GetCurrentTransactionStartTimestamp();
+}
+
+bool
+LastAttemptHeldElsewhere(const WiSource *src, const EventRow *row)
+{
+	return row->status == WI_PROCESSING &&
+		AttemptsExhausted(src, row->attempts, row->attempts_base) &&
+		ClaimedEventHeldElsewhere(row->id);
 }
 
 WiEventStatus
@@ -43,7 +48,8 @@ bool
 LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row)
 {
 	return row->status == WI_PROCESSING && EventIsDue(row) &&
-		AttemptsExhausted(src, row->attempts, row->attempts_base);
+		AttemptsExhausted(src, row->attempts, row->attempts_base) &&
+		!LastAttemptHeldElsewhere(src, row);
 }
 
 const char *
@@ -485,7 +491,7 @@ TakeDueEvent(const EventRow *row, WiSource **src)
 	/* The row has been locked for us since DueScanNext read it: a
 	 * delivery that applied it, a failure that set its retry time or a
 	 * worker's lease would have had to take the row lock first. */
-	if (!EventIsDue(row))
+	if (!EventIsDue(row) || LastAttemptHeldElsewhere(*src, row))
 		return false;
 	/* Ordered sources: only its entity's head, never two of one entity at
 	 * once; one found stale is recorded so and not taken. The due scan's

@@ -61,10 +61,7 @@
 
 /* "Due" for a row in hand, the same rule as WI_DUE_SQL: queued, failed
  * (its retry time has come) or processing (its lease ran out), with
- * next_attempt_at at or before now (the transaction's start); and, what
- * SQL cannot see, a processing event is not due while it waits in the
- * claim of a live in-database worker (HoldClaimedEvent), whose lease ran
- * out only because an earlier handler of the claim ran long. */
+ * next_attempt_at at or before now (the transaction's start). */
 bool		EventIsDue(const EventRow *row);
 
 /* The attempts counted since the last replay, attempts - attempts_base,
@@ -94,8 +91,17 @@ AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
 WiEventStatus FailedAttemptStatus(const WiSource *src, int32 attempts, int32 attempts_base);
 
 /* "Lease expired on the last attempt": a due processing event whose worker
- * died (or hung) on it as many times as the source allows. */
+ * died (or hung) on it as many times as the source allows; not one that
+ * waits in a live in-database worker's claim (HoldClaimedEvent). */
 bool		LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row);
+
+/* A processing event on its last attempt that waits in a live in-database
+ * worker's claim (HoldClaimedEvent): its lease running out is no worker
+ * gone, and that worker applies it; no one else takes or buries it. (One
+ * that is not a last attempt may be taken over, as a lease's running out
+ * allows, and its worker is fenced off: a handler that hangs keeps no more
+ * than the last attempts of its claim waiting.) */
+bool		LastAttemptHeldElsewhere(const WiSource *src, const EventRow *row);
 
 /* Moves an event a worker took, or a sync delivery is about to attempt
  * again, to dead, saying why in last_error, if it is spent: its lease
