@@ -483,6 +483,20 @@ BatchSize(double avg_apply_us)
 	return n >= WI_CLAIM_BATCH ? WI_CLAIM_BATCH : (n < 1 ? 1 : (int) n);
 }
 
+/*
+ * At exit, the holds on its claim's events (HoldClaimedEvent) go: session
+ * locks of the default lock method, which only a transaction's abort lets
+ * go of, and the worker may end between transactions. As PostgreSQL's own
+ * exit lets go of advisory locks (ShutdownPostgres): out of any
+ * transaction first, then every lock left, which can only be a session's.
+ */
+static void
+ReleaseHoldsAtExit(int, Datum)
+{
+	AbortOutOfAnyTransaction();
+	LockReleaseAll(DEFAULT_LOCKMETHOD, true);
+}
+
 /* The entry point of an in-database worker. */
 extern "C" void
 webhook_idem_worker_main(Datum main_arg)
@@ -501,6 +515,7 @@ webhook_idem_worker_main(Datum main_arg)
 		ereport(WARNING,
 				(errmsg("webhook_idem worker could not lower its CPU priority: %m")));
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
+	before_shmem_exit(ReleaseHoldsAtExit, (Datum) 0);
 	AnnounceWorker(slot, MyDatabaseId);
 	elog(LOG, "webhook_idem worker %d started in database \"%s\"", slot + 1, wi_database);
 

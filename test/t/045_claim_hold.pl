@@ -109,6 +109,12 @@ ok( $node->poll_query_until(
 is($node->safe_psql('postgres', "SELECT count(*), count(DISTINCT event_id) FROM applied_log WHERE event_id LIKE 'k%'"),
 	'8|8', 'each once');
 $locker->quit;
+# No hold is left behind, by the worker that finished its claims or by the
+# one that was killed (its exit lets go of them).
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'object' AND classid = 0 AND objsubid = 22347"),
+	'0', 'no hold left in pg_locks');
 
 $node->stop;
 done_testing();
