@@ -117,6 +117,23 @@ SET statement_timeout = 100;
 SELECT pg_temp.err($$SELECT status FROM webhook_idem.apply_event('q_sync', '{"id": "t4", "sleep": 5}')$$) AS statement_timeout;
 RESET statement_timeout;
 SELECT count(*) AS t4_not_recorded FROM webhook_idem.events WHERE event_id = 't4';
+-- Also when the handler's language raises it anew rather than re-throw
+-- it (PL/Python does; here PL/pgSQL catches the timeout's cancel and
+-- raises a new one): the statement's timeout did fire.
+CREATE FUNCTION q.rewraps(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM pg_sleep(5);
+  EXCEPTION WHEN query_canceled THEN
+    RAISE EXCEPTION 'wrapped: %', SQLERRM USING ERRCODE = 'query_canceled';
+  END;
+  RETURN '{}';
+END $$;
+SELECT source FROM webhook_idem.register_source('q_rewrap', 'none', handler => 'q.rewraps(jsonb)');
+SET statement_timeout = 100;
+SELECT status FROM webhook_idem.apply_event('q_rewrap', '{"id": "t7"}');
+RESET statement_timeout;
+SELECT count(*) AS t7_not_recorded FROM webhook_idem.events WHERE event_id = 't7';
 -- So is a cancel in a worker's call (statement_timeout on process_pending).
 SELECT status FROM webhook_idem.apply_event('q_async', '{"id": "t6", "sleep": 5}');
 SET statement_timeout = 100;

@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/timeout.h"
 }
 
@@ -108,6 +109,18 @@ StopHandlerTimer(void)
 	return fired;
 }
 
+/* True if this statement's statement_timeout has fired (the indicator
+ * PostgreSQL sets is cleared when it raises the cancel; the timeout's
+ * finish time, past and in this statement, stays). */
+static bool
+StatementTimeoutFired(void)
+{
+	TimestampTz fin = get_timeout_finish_time(STATEMENT_TIMEOUT);
+
+	return StatementTimeout > 0 && !get_timeout_active(STATEMENT_TIMEOUT) && fin != 0 &&
+		fin <= GetCurrentTimestamp() && fin >= GetCurrentStatementStartTimestamp();
+}
+
 bool
 HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out, char **message)
 {
@@ -123,13 +136,18 @@ HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out, ch
 		 * A cancel (pg_cancel_backend, statement_timeout), which PostgreSQL
 		 * raises where it services interrupts, is not the handler's
 		 * failure: like PL/pgSQL's WHEN OTHERS, it lets it through, and the
-		 * call is cancelled. The same SQLSTATE raised by the handler itself
-		 * (RAISE ... USING ERRCODE = 'query_canceled'; re-raised with a
-		 * bare RAISE, a real cancel keeps where it came from) is its
-		 * failure, like any error it raises: taken as a cancel, it failed
-		 * every call that reached its event, and stopped its queue.
+		 * call is cancelled. So is the statement's timeout, however the
+		 * handler's language passed its cancel on (PL/Python raises it
+		 * anew). The same SQLSTATE raised by the handler itself (RAISE ...
+		 * USING ERRCODE = 'query_canceled'; re-raised with a bare RAISE, a
+		 * real cancel keeps where it came from) is its failure, like any
+		 * error it raises: taken as a cancel, it failed every call that
+		 * reached its event, and stopped its queue. (A pg_cancel_backend()
+		 * that a language raises anew is taken for the handler's failure,
+		 * and recorded as such: nothing marks it once raised.)
 		 */
-		if (edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0)
+		if ((edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0) ||
+			StatementTimeoutFired())
 			return false;
 	}
 	/* A serialization failure or deadlock (class 40) is the transaction's to
