@@ -66,11 +66,7 @@ ok( $node->poll_query_until(
 
 is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT event_id) FROM applied'),
 	'3201|3201', 'every event applied once');
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
-                        FROM applied WHERE entity IS NOT NULL) s WHERE back}),
-	'0', 'each entity applied in version order');
+is(out_of_order('postgres'), '0', 'each entity applied in version order');
 cmp_ok(
 	$node->safe_psql(
 		'postgres', q{
@@ -89,6 +85,28 @@ SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%FROM webhook_idem.claim_ne
   FROM pg_stat_statements});
 cmp_ok($claims, '>=', 3200 / 16, "the workers claimed in batches ($claims claims)");
 cmp_ok($walks, '<', $claims / 3, "most claims took the next versions without a walk ($walks walks)");
+
+# Versions applied after a newer one of their entity, in database $db.
+sub out_of_order
+{
+	my ($db) = @_;
+	return $node->safe_psql(
+		$db, q{
+SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
+                        FROM applied WHERE entity IS NOT NULL) s WHERE back});
+}
+
+# Walks of the due events (the cursor over the due index) in database $db
+# since pg_stat_statements was reset.
+sub walks_in
+{
+	my ($db) = @_;
+	return $node->safe_psql(
+		'postgres', qq{
+SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
+ WHERE query LIKE 'SELECT id, source, event_id, status,%WHERE status%FOR UPDATE SKIP LOCKED'
+   AND dbid = (SELECT oid FROM pg_database WHERE datname = '$db')});
+}
 
 # The same backlog drained from a session (process_pending, in a database
 # the in-database workers do not serve): a call walks the due events once,
@@ -132,16 +150,8 @@ SELECT n FROM calls;
 });
 is($node->safe_psql('sess', 'SELECT count(*), count(DISTINCT event_id) FROM applied'),
 	'1600|1600', 'process_pending: every event applied once');
-is( $node->safe_psql(
-		'sess', q{
-SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
-                        FROM applied) s WHERE back}),
-	'0', 'process_pending: each entity applied in version order');
-my $session_walks = $node->safe_psql(
-	'postgres', q{
-SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
- WHERE query LIKE 'SELECT id, source, event_id, status,%WHERE status%FOR UPDATE SKIP LOCKED'
-   AND dbid = (SELECT oid FROM pg_database WHERE datname = 'sess')});
+is(out_of_order('sess'), '0', 'process_pending: each entity applied in version order');
+my $session_walks = walks_in('sess');
 cmp_ok($calls, '<=', 1600 / 100 + 2, "process_pending took its maximum per call ($calls calls)");
 cmp_ok($session_walks, '<=', 2 * $calls,
 	"a call walked once or twice, not once per version let through ($session_walks walks)");
@@ -179,16 +189,8 @@ END $$;
 SELECT n FROM claims;
 });
 is($claims_made, '800', 'claim_next from a session: 800 claims');
-is( $node->safe_psql(
-		'sess', q{
-SELECT count(*) FROM (SELECT version < lag(version) OVER (PARTITION BY entity ORDER BY seq) AS back
-                        FROM applied) s WHERE back}),
-	'0', 'claim_next: each entity claimed in version order');
-my $claim_walks = $node->safe_psql(
-	'postgres', q{
-SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
- WHERE query LIKE 'SELECT id, source, event_id, status,%WHERE status%FOR UPDATE SKIP LOCKED'
-   AND dbid = (SELECT oid FROM pg_database WHERE datname = 'sess')});
+is(out_of_order('sess'), '0', 'claim_next: each entity claimed in version order');
+my $claim_walks = walks_in('sess');
 cmp_ok($claim_walks, '<', $claims_made / 3,
 	"most of a session's claims took the next versions without a walk ($claim_walks walks)");
 
