@@ -48,8 +48,8 @@ int			wi_worker_nice = 10;
  * expired leases (which wake nobody) are found within it. */
 #define WI_IDLE_MS 1000
 
-/* The most events one claim takes: one durable commit for that many. */
-#define WI_CLAIM_BATCH 16
+/* (WI_CLAIM_BATCH, shared_state.h: the most events one claim takes, one
+ * durable commit for that many.) */
 
 /* One claimed event: its fencing token, and whether this claim is its
  * last attempt (then its apply commit waits for its WAL flush). */
@@ -483,20 +483,6 @@ BatchSize(double avg_apply_us)
 	return n >= WI_CLAIM_BATCH ? WI_CLAIM_BATCH : (n < 1 ? 1 : (int) n);
 }
 
-/*
- * At exit, the holds on its claim's events (HoldClaimedEvent) go: session
- * locks of the default lock method, which only a transaction's abort lets
- * go of, and the worker may end between transactions. As PostgreSQL's own
- * exit lets go of advisory locks (ShutdownPostgres): out of any
- * transaction first, then every lock left, which can only be a session's.
- */
-static void
-ReleaseHoldsAtExit(int, Datum)
-{
-	AbortOutOfAnyTransaction();
-	LockReleaseAll(DEFAULT_LOCKMETHOD, true);
-}
-
 /* The entry point of an in-database worker. */
 extern "C" void
 webhook_idem_worker_main(Datum main_arg)
@@ -515,7 +501,6 @@ webhook_idem_worker_main(Datum main_arg)
 		ereport(WARNING,
 				(errmsg("webhook_idem worker could not lower its CPU priority: %m")));
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
-	before_shmem_exit(ReleaseHoldsAtExit, (Datum) 0);
 	AnnounceWorker(slot, MyDatabaseId);
 	elog(LOG, "webhook_idem worker %d started in database \"%s\"", slot + 1, wi_database);
 
@@ -546,10 +531,19 @@ webhook_idem_worker_main(Datum main_arg)
 			if ((n = ClaimBatch(claimed, max, &ready, &failed)) == 0)
 				break;
 			leased_at = GetCurrentTimestamp();
-			/* Held while they wait: a lease of theirs that runs out
-			 * behind a long handler is not taken for this worker gone. */
-			for (int i = 0; i < n; i++)
-				HoldClaimedEvent(claimed[i].id, true);
+			/* Published while they wait: a last attempt's lease that runs
+			 * out behind a long handler is not taken for this worker gone. */
+			{
+				int64		ids[WI_CLAIM_BATCH];
+				int32		attempts[WI_CLAIM_BATCH];
+
+				for (int i = 0; i < n; i++)
+				{
+					ids[i] = claimed[i].id;
+					attempts[i] = claimed[i].attempt;
+				}
+				PublishClaim(slot, ids, attempts, n);
+			}
 
 			for (int i = 0; i < n; i++)
 			{
@@ -568,11 +562,7 @@ webhook_idem_worker_main(Datum main_arg)
 				started = GetCurrentTimestamp();
 
 				ApplyOneGuarded(&claimed[i]);
-				HoldClaimedEvent(claimed[i].id, false);
-				/* A transaction that aborted (a guarded error) let go of
-				 * the others' holds: taken again (a no-op otherwise). */
-				for (int j = i + 1; j < n; j++)
-					HoldClaimedEvent(claimed[j].id, true);
+				WithdrawClaimedEvent(slot, claimed[i].id);
 				if (++applied % 100 == 0)
 					ForwardGuarded();	/* the relay, between events too */
 				TimestampDifference(started, GetCurrentTimestamp(), &secs, &usecs);

@@ -17,7 +17,6 @@
 
 #define WI_LOCK_SPACE 22345		/* 0x5749, "WI" */
 #define WI_ENTITY_LOCK_SPACE 22346	/* an entity of an ordered source */
-#define WI_HOLD_LOCK_SPACE 22347	/* an event held in a worker's claim */
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_try_claim);
@@ -164,41 +163,4 @@ webhook_idem_try_claim(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(LockEvent(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 							 text_to_cstring(PG_GETARG_TEXT_PP(1)), false));
-}
-
-/* The hold's tag for the event with this id: a lock of the default lock
- * method (an object lock of no catalog, class 0), not an advisory one,
- * which pg_advisory_unlock_all() in any handler would let go of. */
-static void
-HoldTag(LOCKTAG *tag, int64 id)
-{
-	SET_LOCKTAG_OBJECT(*tag, MyDatabaseId, (Oid) ((uint64) id >> 32), (Oid) id, WI_HOLD_LOCK_SPACE);
-}
-
-void
-HoldClaimedEvent(int64 id, bool hold)
-{
-	LOCKTAG		tag;
-
-	HoldTag(&tag, id);
-	if (hold == LockHeldByMe(&tag, ExclusiveLock))
-		return;					/* as asked already */
-	if (hold)
-		(void) LockAcquire(&tag, ExclusiveLock, true, true);
-	else
-		(void) LockRelease(&tag, ExclusiveLock, true);
-}
-
-bool
-ClaimedEventHeldElsewhere(int64 id)
-{
-	LOCKTAG		tag;
-
-	HoldTag(&tag, id);
-	if (LockHeldByMe(&tag, ExclusiveLock))
-		return false;
-	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, ShareLock, false);
-	return false;
 }

@@ -10,6 +10,7 @@
 
 #include "pg/distribute.h"
 #include "pg/ordering.h"
+#include "pg/shared_state.h"
 
 extern "C" {
 #include "storage/proc.h"
@@ -35,7 +36,7 @@ LastAttemptHeldElsewhere(const WiSource *src, const EventRow *row)
 {
 	return row->status == WI_PROCESSING &&
 		AttemptsExhausted(src, row->attempts, row->attempts_base) &&
-		ClaimedEventHeldElsewhere(row->id);
+		ClaimedEventHeldElsewhere(row->id, row->attempts);
 }
 
 WiEventStatus

@@ -92,11 +92,11 @@ WiEventStatus FailedAttemptStatus(const WiSource *src, int32 attempts, int32 att
 
 /* "Lease expired on the last attempt": a due processing event whose worker
  * died (or hung) on it as many times as the source allows; not one that
- * waits in a live in-database worker's claim (HoldClaimedEvent). */
+ * waits in a live in-database worker's claim (PublishClaim). */
 bool		LeaseExpiredOnLastAttempt(const WiSource *src, const EventRow *row);
 
 /* A processing event on its last attempt that waits in a live in-database
- * worker's claim (HoldClaimedEvent): its lease running out is no worker
+ * worker's claim (PublishClaim): its lease running out is no worker
  * gone, and that worker applies it; no one else takes or buries it. (One
  * that is not a last attempt may be taken over, as a lease's running out
  * allows, and its worker is fenced off: a handler that hangs keeps no more

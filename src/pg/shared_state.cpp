@@ -35,6 +35,15 @@ typedef struct CounterSlot
 	pg_atomic_uint64 handler_usec;
 } CounterSlot;
 
+/* The events of a worker's claim (PublishClaim). */
+typedef struct WorkerClaim
+{
+	slock_t		mutex;
+	int			n;
+	int64		ids[WI_CLAIM_BATCH];
+	int32		attempts[WI_CLAIM_BATCH];
+} WorkerClaim;
+
 typedef struct SharedState
 {
 	LWLock	   *lock;			/* taken only to add a slot */
@@ -46,6 +55,7 @@ typedef struct SharedState
 	Oid			worker_db;
 	Latch	   *worker_latch[WI_MAX_WORKERS];
 	pg_atomic_uint32 wakeup;
+	WorkerClaim claims[WI_MAX_WORKERS];
 } SharedState;
 
 static SharedState *shared = NULL;
@@ -94,6 +104,8 @@ StartupShmem(void)
 		pg_atomic_init_u32(&shared->n_slots, 0);
 		pg_atomic_init_u64(&shared->dropped, 0);
 		pg_atomic_init_u32(&shared->wakeup, 0);
+		for (int i = 0; i < WI_MAX_WORKERS; i++)
+			SpinLockInit(&shared->claims[i].mutex);
 		for (int i = 0; i < WI_COUNTER_SLOTS; i++)
 		{
 			for (int k = 0; k < WI_N_OUTCOMES; k++)
@@ -281,6 +293,57 @@ static void
 WithdrawWorker(int, Datum slot)
 {
 	shared->worker_latch[DatumGetInt32(slot)] = NULL;
+	PublishClaim(DatumGetInt32(slot), NULL, NULL, 0);
+}
+
+void
+PublishClaim(int slot, const int64 *ids, const int32 *attempts, int n)
+{
+	WorkerClaim *c = &shared->claims[slot];
+
+	Assert(n <= WI_CLAIM_BATCH);
+	SpinLockAcquire(&c->mutex);
+	for (int i = 0; i < n; i++)
+	{
+		c->ids[i] = ids[i];
+		c->attempts[i] = attempts[i];
+	}
+	c->n = n;
+	SpinLockRelease(&c->mutex);
+}
+
+void
+WithdrawClaimedEvent(int slot, int64 id)
+{
+	WorkerClaim *c = &shared->claims[slot];
+
+	SpinLockAcquire(&c->mutex);
+	for (int i = 0; i < c->n; i++)
+		if (c->ids[i] == id)
+			c->ids[i] = 0;		/* no event has id 0 */
+	SpinLockRelease(&c->mutex);
+}
+
+bool
+ClaimedEventHeldElsewhere(int64 id, int32 attempt)
+{
+	bool		held = false;
+
+	if (shared == NULL || shared->worker_db != MyDatabaseId)
+		return false;
+	for (int w = 0; w < WI_MAX_WORKERS && !held; w++)
+	{
+		WorkerClaim *c = &shared->claims[w];
+
+		if (shared->worker_latch[w] == &MyProc->procLatch)
+			continue;			/* this worker's own claim */
+		SpinLockAcquire(&c->mutex);
+		for (int i = 0; i < c->n; i++)
+			if (c->ids[i] == id && c->attempts[i] == attempt)
+				held = true;
+		SpinLockRelease(&c->mutex);
+	}
+	return held;
 }
 
 void

@@ -84,6 +84,30 @@ void		AnnounceWorker(int slot, Oid dboid);
 /* Clears the pending wake-up before a worker looks for work. */
 void		ClearWakeup(void);
 
+/* The most events one claim of an in-database worker takes: one durable
+ * commit for that many. */
+#define WI_CLAIM_BATCH 16
+
+/*
+ * The claim an in-database worker is applying, in shared memory: each
+ * event's id and the attempt it was claimed for. While the worker lives
+ * and publishes it, an event of it on its last attempt whose lease ran out
+ * (an earlier handler of the claim ran long) is not a worker gone: no one
+ * else takes or buries it (LastAttemptHeldElsewhere, queue.h). Shared
+ * memory, not a lock: no transaction's abort, handler or role can let go
+ * of it, and a crash restart clears it; the worker's exit withdraws it.
+ */
+/* Worker slot publishes the n (at most WI_CLAIM_BATCH) events of its
+ * claim; n = 0 withdraws them. */
+void		PublishClaim(int slot, const int64 *ids, const int32 *attempts, int n);
+
+/* Worker slot is done with one event of its claim. */
+void		WithdrawClaimedEvent(int slot, int64 id);
+
+/* True if another in-database worker of this database publishes event id
+ * claimed for attempt (its claim is still that one). */
+bool		ClaimedEventHeldElsewhere(int64 id, int32 attempt);
+
 /* --- wakeup.cpp ------------------------------------------------------ */
 
 /* Wakes whoever applies source's queued events once the current

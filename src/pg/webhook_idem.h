@@ -196,20 +196,6 @@ void		PopAppliedEvents(int depth);
  * false, returns false at once if another transaction holds it. */
 bool		LockEntity(const char *source, const char *entity, bool wait);
 
-/* An in-database worker's hold on an event of its claim (an object lock
- * of class 0, object the event's id, objsubid 22347), session-scoped:
- * taken once the claim has committed, let go once the worker is done with
- * the event; the end of a transaction that aborted lets go of every hold,
- * and the worker takes them again. While it lives and holds an event on
- * its last attempt, a lease of it that runs out (an earlier handler of the
- * claim ran long) is not a worker gone: no one else takes or buries it
- * (TakeDueEvent, LeaseExpiredOnLastAttempt). Its death lets go of every
- * hold. Idempotent. */
-void		HoldClaimedEvent(int64 id, bool hold);
-
-/* True if another backend holds the event (HoldClaimedEvent). */
-bool		ClaimedEventHeldElsewhere(int64 id);
-
 /* --- handler_rules.cpp ---------------------------------------------- */
 
 /* Why the function in proctup (pg_proc) may not run as the handler of a
