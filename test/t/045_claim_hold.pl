@@ -95,10 +95,16 @@ is($node->safe_psql('postgres', "SELECT max(attempts) FROM webhook_idem.events W
 # The same while the worker's lease renewals fail: a receiver's delivery
 # of one of the claimed events holds its row (counting itself) while the
 # renewal, under lock_timeout, waits for it. 15 events of 0.6 s behind a
-# slow one; the receiver's event is applied last, after it has let go.
+# slow one, in one claim (a warm-up first brings the workers' pace back
+# to claims of 16); the receiver's event is applied last, seconds after it
+# has let go.
+$node->safe_psql('postgres', queue_sql('ch', 'again', 200, 'quick'));
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 200 FROM applied_log WHERE event_id LIKE 'again%'"),
+	'the second warm-up applied');
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET lock_timeout = '200ms'; SELECT pg_reload_conf();");
-sleep 1;
+sleep 1.5;
 $node->safe_psql('postgres',
 	    "BEGIN; SELECT count(webhook_idem.apply_event('ch', convert_to(format("
 	  . "'{\"id\": \"r%s\", \"type\": \"%s\"}', i, CASE WHEN i = 16 THEN 'slow' ELSE 'nap' END),"
@@ -112,7 +118,7 @@ is($receiver->query_safe(
 ok( $node->poll_query_until(
 		'postgres', "SELECT count(*) > 0 FROM applied_log WHERE event_id = 'r16'"),
 	'the slow event applied');
-sleep 2;
+sleep 1;
 $receiver->query_safe('COMMIT');
 $receiver->quit;
 ok( $node->poll_query_until(
