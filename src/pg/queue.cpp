@@ -143,15 +143,15 @@ DueScanInit(DueScan *scan, text *source, bool follow_last)
 	scan->cap_skip_sources = 4;
 	scan->skip_sources = (Datum *) palloc(sizeof(Datum) * scan->cap_skip_sources);
 	TIMESTAMP_NOBEGIN(scan->after);
-	/* The last scan's events, looked up (EntityHeads) when the scan
-	 * begins, connected to SPI; taken only by this scan. */
+	/* The heads now of the entities of the last scan's events (its caller
+	 * is connected to SPI), if its walk was recent; taken only by this
+	 * scan. None found: the scan walks. */
 	if (follow_last && n_recent > 0 &&
 		!TimestampDifferenceExceeds(last_walk_at, GetCurrentTimestamp(), WI_HINT_WALK_MS))
 	{
-		scan->returned = (int64 *) palloc(sizeof(int64) * n_recent);
-		memcpy(scan->returned, recent_ids, sizeof(int64) * n_recent);
-		scan->n_returned = scan->cap_returned = n_recent;
-		scan->from_last_scan = true;
+		scan->n_hints = EntityHeads(recent_ids, n_recent, &scan->hints, &scan->cap_hints,
+									CurrentMemoryContext);
+		scan->from_last_scan = scan->n_hints > 0;
 	}
 	n_recent = 0;
 	scan->advances_at_hints = OrderAdvances();
@@ -362,12 +362,6 @@ DueScanNext(DueScan *scan, EventRow *row)
 	if (EventsDistributed())
 		return DistributedDueScanNext(scan, row);
 
-	/* First the last scan's entities (DueScanInit), if it was recent. */
-	if (scan->from_last_scan && scan->n_hints == 0 && !scan->took_hints)
-	{
-		if (!HintsFromReturned(scan))
-			scan->from_last_scan = false;	/* nothing to follow: walk */
-	}
 	for (;;)
 	{
 		/* Hints (the heads of the entities of the last scan's events, or

@@ -135,7 +135,7 @@ typedef struct DueScan
 	int64	   *returned;		/* ids returned since the walk or the hints */
 	int			n_returned;
 	int			cap_returned;
-	bool		from_last_scan; /* returned: the last scan's, for its hints */
+	bool		from_last_scan; /* hints: the last scan's (DueScanInit) */
 	bool		took_hints;		/* returned a hint */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
 	int			fetched;		/* rows the cursor returned */
