@@ -64,6 +64,27 @@ AttemptOutcome(WiEventStatus status, const char *event_id, int32 attempts,
 	return o;
 }
 
+/* The row of a first delivery (a new id, one delivery, received now; no
+ * attempt yet, applied, leased or due at no time), with status: what every
+ * path that records one starts from. */
+static void
+FirstDeliveryRow(EventRow *row, const WiSource *src, const char *event_id,
+				 WiEventStatus status, Jsonb *payload, bytea *sha, TimestampTz now)
+{
+	memset(row, 0, sizeof(*row));
+	row->id = NextEventId();
+	row->source = src->name;
+	row->event_id = event_id;
+	row->status = status;
+	row->payload = payload;
+	row->body_sha256 = sha;
+	row->deliveries = 1;
+	row->received_at = now;
+	row->applied_null = true;
+	row->lease_null = true;
+	row->next_attempt_null = true;
+}
+
 /* The first delivery of a sync event: run the handler, then record the
  * event with how it went (no row exists until then). */
 static Outcome
@@ -75,19 +96,8 @@ ApplyFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha, Time
 
 	/* current_event(): the row as it will be recorded, being processed. */
 	memset(&ev, 0, sizeof(ev));
-	ev.row.id = NextEventId();
-	ev.row.source = src->name;
-	ev.row.event_id = event_id;
-	ev.row.status = WI_PROCESSING;
-	ev.row.payload = payload;
-	ev.row.body_sha256 = sha;
-	ev.row.deliveries = 1;
+	FirstDeliveryRow(&ev.row, src, event_id, WI_PROCESSING, payload, sha, now);
 	ev.row.attempts = 1;
-	ev.row.attempts_base = 0;
-	ev.row.received_at = now;
-	ev.row.applied_null = true;
-	ev.row.lease_null = true;
-	ev.row.next_attempt_null = true;
 	ev.in_worker = false;
 	ev.entity = order ? order->entity : NULL;
 
@@ -117,18 +127,7 @@ RecordStaleFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha
 	EventRow	row;
 	Outcome		o;
 
-	memset(&row, 0, sizeof(row));
-	row.id = NextEventId();
-	row.source = src->name;
-	row.event_id = event_id;
-	row.status = WI_STALE;
-	row.payload = payload;
-	row.body_sha256 = sha;
-	row.deliveries = 1;
-	row.received_at = now;
-	row.applied_null = true;
-	row.lease_null = true;
-	row.next_attempt_null = true;
+	FirstDeliveryRow(&row, src, event_id, WI_STALE, payload, sha, now);
 	row.last_error = detail;
 	InsertEvent(&row);
 	RecordEventOrder(row.id, src->name, order, true);
@@ -532,17 +531,8 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	{
 		EventRow	queued;
 
-		memset(&queued, 0, sizeof(queued));
-		queued.id = NextEventId();
-		queued.source = src->name;
-		queued.event_id = event_id;
-		queued.status = WI_QUEUED;
-		queued.payload = payload;
-		queued.body_sha256 = sha;
-		queued.deliveries = 1;
-		queued.received_at = now;
-		queued.applied_null = true;
-		queued.lease_null = true;
+		FirstDeliveryRow(&queued, src, event_id, WI_QUEUED, payload, sha, now);
+		queued.next_attempt_null = false;
 		queued.next_attempt_at = now;	/* due at once */
 		InsertEvent(&queued);
 		if (order != NULL)

@@ -165,15 +165,33 @@ OpenIndexes(ResultRelInfo *rri, Relation rel)
 	}
 }
 
+/* Reads into slot the row of (source, event_id) that snapshot sees, by
+ * the key index; false if there is none. */
+static bool
+ProbeEventKey(Relation rel, const EventsRelFacts *facts, Snapshot snapshot, const char *source,
+			  const char *event_id, TupleTableSlot *slot)
+{
+	Relation	idx = index_open(facts->key_index, AccessShareLock);
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	bool		found;
+
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(source));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(event_id));
+	scan = index_beginscan(rel, idx, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	index_close(idx, NoLock);
+	return found;
+}
+
 int
 LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 {
 	Relation	rel;
 	const EventsRelFacts *facts;
-	Relation	idx;
 	Snapshot	snapshot;
-	ScanKeyData keys[2];
-	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	bool		found;
 
@@ -190,24 +208,16 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 		table_close(rel, AccessShareLock);
 		return -1;
 	}
-	idx = index_open(facts->key_index, AccessShareLock);
-
 	/* See what this transaction wrote before, and what others committed
 	 * before we took the claim lock. */
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(source));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(event_id));
-	scan = index_beginscan(rel, idx, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
 	slot = table_slot_create(rel, NULL);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	found = ProbeEventKey(rel, facts, snapshot, source, event_id, slot);
 	if (found)
 		EventRowFromTuple(row, ExecCopySlotHeapTuple(slot), RelationGetDescr(rel), facts->attnums);
-	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	UnregisterSnapshot(snapshot);
-	index_close(idx, NoLock);
 	table_close(rel, NoLock);
 	return found ? 1 : 0;
 }
@@ -486,10 +496,7 @@ LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *ro
 {
 	Relation	rel;
 	const EventsRelFacts *facts;
-	Relation	idx;
 	Snapshot	snapshot;
-	ScanKeyData keys[2];
-	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	TM_FailureData tmfd;
 	TM_Result	res = TM_Ok;
@@ -506,17 +513,12 @@ LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *ro
 		table_close(rel, NoLock);
 		return -1;
 	}
-	idx = index_open(facts->key_index, AccessShareLock);
+	/* See what this transaction wrote before, and what others committed
+	 * before we took the claim lock. */
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(source));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(event_id));
-	scan = index_beginscan(rel, idx, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
 	slot = table_slot_create(rel, NULL);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	index_close(idx, NoLock);
+	found = ProbeEventKey(rel, facts, snapshot, source, event_id, slot);
 	/* SELECT ... FOR UPDATE: wait for whoever holds the row, then lock its
 	 * latest version (READ COMMITTED follows the update chain). */
 	if (found)
