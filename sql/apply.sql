@@ -116,9 +116,20 @@ SELECT status FROM pg_temp.deliver('{"id": "evt_4", "type": "charge.succeeded", 
 COMMIT;
 SELECT event_id, status FROM webhook_idem.events WHERE event_id IN ('evt_3', 'evt_4') ORDER BY 1;
 
--- An explicit event id overrides the scheme's.
+-- An explicit event id must agree with the id the source's rule finds in
+-- the delivery: a receiver cannot re-key a captured signed delivery (its
+-- handler would run again under each new id, or a real event not yet sent
+-- be refused as a mismatch when it comes). Refused: nothing recorded,
+-- nothing run. The same id is the event's own (here a duplicate).
+SELECT status, http_status, event_id, detail
+  FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'), pg_temp.signed(:'e1'),
+                                event_id => 'my-own-id');
+SELECT count(*) AS not_recorded FROM webhook_idem.events WHERE event_id = 'my-own-id';
+SELECT count(*) AS ran_once FROM billing.runs WHERE event_id IN ('evt_1', 'my-own-id');
+-- The real event of that id, when it comes, is applied.
+SELECT status, event_id FROM pg_temp.deliver('{"id": "my-own-id", "type": "charge.succeeded", "data": {"object": {"amount": 0, "account": "acct_1"}}}');
 SELECT status, event_id FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'), pg_temp.signed(:'e1'),
-                                                      event_id => 'my-own-id');
+                                                      event_id => 'evt_1');
 -- current_event() is NULL outside a handler.
 SELECT webhook_idem.current_event() IS NULL AS outside_handler;
 
@@ -128,6 +139,11 @@ CREATE FUNCTION billing.echo(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT p 
 SELECT source FROM webhook_idem.register_source('by_header', 'none', event_id_from => 'header:X-Request-Id');
 SELECT status, event_id FROM webhook_idem.apply_event('by_header', '{}', '{"x-request-id": " req-1 "}');
 SELECT status, detail FROM webhook_idem.apply_event('by_header', '{}', '{}');
+-- Where the rule finds no id, a given one is the event's; where it finds
+-- one, a given id must be that one.
+SELECT status, event_id FROM webhook_idem.apply_event('by_header', '{}', '{}', event_id => 'given-1');
+SELECT status, event_id FROM webhook_idem.apply_event('by_header', '{}', '{"X-Request-Id": "req-1"}', event_id => 'req-1');
+SELECT status, http_status, detail FROM webhook_idem.apply_event('by_header', '{}', '{"X-Request-Id": "req-2"}', event_id => 'given-2');
 SELECT source FROM webhook_idem.register_source('by_path', 'none', event_id_from => '$.data.object.id');
 SELECT status, event_id FROM webhook_idem.apply_event('by_path', '{"data": {"object": {"id": "obj_9"}}}');
 SELECT source FROM webhook_idem.register_source('by_digest', 'none', event_id_from => 'sha256');

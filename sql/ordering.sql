@@ -163,7 +163,8 @@ CREATE FUNCTION ord.on_any(p jsonb) RETURNS void LANGUAGE sql AS $$
   INSERT INTO ord.seen VALUES ((webhook_idem.current_event()).source, (webhook_idem.current_event()).event_id) $$;
 CREATE FUNCTION pg_temp.deliver(src text, id text, body text, headers jsonb DEFAULT '{}')
   RETURNS text LANGUAGE sql AS $$
-  SELECT status || coalesce(' ' || detail, '') FROM webhook_idem.apply_event(src, convert_to(body, 'UTF8'), headers, event_id => id) $$;
+  SELECT status || coalesce(' ' || detail, '') FROM webhook_idem.apply_event(src, convert_to(body, 'UTF8'),
+         headers || jsonb_build_object('X-Webhook-ID', id)) $$;
 -- Stripe: $.data.object.id, $.created (Unix seconds); same-second events
 -- are both applied.
 SELECT source, entity_from, order_by FROM webhook_idem.register_source('p_stripe', 'none',

@@ -405,49 +405,80 @@ LooksLikeJson(const char *data, int len)
 	return i < len && (data[i] == '{' || data[i] == '[');
 }
 
-/* The event id of one event (payload: the body's, or a batch item's; data:
- * what 'sha256' digests); NULL with *o set if it has none usable. */
+/* The event id the source's rule finds in one event (payload: the body's,
+ * or a batch item's; data: what 'sha256' digests), or NULL. */
+static char *
+RuleEventId(const WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len)
+{
+	char	   *event_id = ExtractEventId(&src->id_primary, &in->headers, payload, data, len);
+
+	if (event_id == NULL && src->id_fallback.kind != WI_EVENT_ID_NONE)
+		event_id = ExtractEventId(&src->id_fallback, &in->headers, payload, data, len);
+	if (event_id != NULL && src->id_suffix.kind != WI_EVENT_ID_NONE)
+	{
+		char	   *suffix = ExtractEventId(&src->id_suffix, &in->headers, payload, data, len);
+
+		event_id = suffix ? psprintf("%s:%s", event_id, suffix) : NULL;
+	}
+	return event_id;
+}
+
+/* The source's rule, as a detail says it. */
+static char *
+RuleText(const WiSource *src)
+{
+	return psprintf("%s%s%s%s%s", src->id_primary.text,
+					src->id_fallback.kind != WI_EVENT_ID_NONE ? ", then " : "",
+					src->id_fallback.kind != WI_EVENT_ID_NONE ? src->id_fallback.text : "",
+					src->id_suffix.kind != WI_EVENT_ID_NONE ? " with " : "",
+					src->id_suffix.kind != WI_EVENT_ID_NONE ? src->id_suffix.text : "");
+}
+
+/*
+ * The event id of one event: the one the source's rule finds, which a
+ * given id (the caller's event_id) must agree with; a given id names the
+ * event only where the rule finds none. Checked here, where the id is
+ * used, so that no caller re-keys a delivery: a captured signed delivery
+ * sent again under new ids would run its handler each time, and one sent
+ * under the id of an event not yet delivered would have that event
+ * refused as a mismatch when it comes. NULL with *o set if it has no
+ * usable id.
+ */
 static char *
 IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len,
 			  text *given, Outcome *o)
 {
-	char	   *event_id;
+	char	   *event_id = RuleEventId(src, in, payload, data, len);
 
 	if (given != NULL)
 	{
-		event_id = text_to_cstring(given);
-		if (event_id[0] == '\0')
+		char	   *wanted = text_to_cstring(given);
+
+		if (wanted[0] == '\0')
 		{
 			*o = MakeOutcome("invalid_payload", 400, NULL, "event_id is empty");
 			return NULL;
 		}
-	}
-	else
-	{
-		event_id = ExtractEventId(&src->id_primary, &in->headers, payload, data, len);
-		if (event_id == NULL && src->id_fallback.kind != WI_EVENT_ID_NONE)
-			event_id = ExtractEventId(&src->id_fallback, &in->headers, payload, data, len);
-		if (event_id != NULL && src->id_suffix.kind != WI_EVENT_ID_NONE)
-		{
-			char	   *suffix = ExtractEventId(&src->id_suffix, &in->headers, payload, data, len);
-
-			event_id = suffix ? psprintf("%s:%s", event_id, suffix) : NULL;
-		}
-		if (event_id == NULL)
+		if (event_id != NULL && strcmp(event_id, wanted) != 0)
 		{
 			*o = MakeOutcome("invalid_payload", 400, NULL,
-							 psprintf("no event id found (%s%s%s%s%s)%s", src->id_primary.text,
-									  src->id_fallback.kind != WI_EVENT_ID_NONE ? ", then " : "",
-									  src->id_fallback.kind != WI_EVENT_ID_NONE ? src->id_fallback.text : "",
-									  src->id_suffix.kind != WI_EVENT_ID_NONE ? " with " : "",
-									  src->id_suffix.kind != WI_EVENT_ID_NONE ? src->id_suffix.text : "",
-									  in->form && LooksLikeJson(in->data, in->len)
-									  ? ": the body looks like JSON but was read as form fields"
-									  " (Content-Type: application/x-www-form-urlencoded, which"
-									  " curl -d sends unless given another): send it with"
-									  " Content-Type: application/json" : ""));
+							 psprintf("event_id differs from the event id this delivery carries (%s);"
+									  " a given event_id names only a delivery that carries none",
+									  RuleText(src)));
 			return NULL;
 		}
+		event_id = wanted;
+	}
+	else if (event_id == NULL)
+	{
+		*o = MakeOutcome("invalid_payload", 400, NULL,
+						 psprintf("no event id found (%s)%s", RuleText(src),
+								  in->form && LooksLikeJson(in->data, in->len)
+								  ? ": the body looks like JSON but was read as form fields"
+								  " (Content-Type: application/x-www-form-urlencoded, which"
+								  " curl -d sends unless given another): send it with"
+								  " Content-Type: application/json" : ""));
+		return NULL;
 	}
 	if ((int) strlen(event_id) > wi_max_event_id_bytes)
 	{
