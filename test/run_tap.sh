@@ -45,6 +45,7 @@ trap cleanup EXIT
 # What the tests read from the repository is copied too (a checkout may be
 # in a directory the postgres user cannot enter, such as /root).
 cp -r "$repo/test/t" "$work/t"
+cp -r "$repo/test/perl" "$work/perl"
 mkdir -p "$work/examples"
 cp -r "$repo/examples/." "$work/examples/"
 
@@ -57,7 +58,7 @@ fi
 status=0
 (cd "$work" && "${run[@]}" env -i \
 	PATH="$bindir:/usr/local/bin:/usr/bin:/bin" \
-	PERL5LIB="$perl_dir" \
+	PERL5LIB="$perl_dir:$work/perl" \
 	PG_REGRESS="$pg_regress" \
 	TESTDIR="$work" \
 	HOME="$work" \

@@ -10,11 +10,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf('postgresql.conf', "restart_after_crash = on\n");
-$node->start;
+my $node = start_node('crash', "restart_after_crash = on\n");
 
 # The handler writes its effects, then waits on advisory lock 42 (shared)
 # while a blocker session holds it, so the backend can be killed with the
@@ -60,25 +58,6 @@ SELECT (SELECT count(*) FROM webhook_idem.events WHERE event_id = '$id')
        || '|' || coalesce((SELECT attempts::text FROM webhook_idem.events WHERE event_id = '$id'), '-')
        || '|' || (SELECT count(*) FROM applied_log WHERE event_id = '$id')
        || '|' || (SELECT balance FROM accounts WHERE id = 1)});
-}
-
-# Ends a background psql whose server connection died with the crash (its
-# psql may have exited already: then \q would hit a broken pipe).
-sub close_session
-{
-	my ($session) = @_;
-	my $run = $session->{run};
-
-	eval {
-		$run->pump_nb();
-		if ($run->pumpable())
-		{
-			$session->{stdin} .= "\\q\n";
-		}
-		$run->finish;
-		1;
-	} or $run->kill_kill;
-	return;
 }
 
 # Delivers $id in a session whose handler blocks on lock 42, kills that

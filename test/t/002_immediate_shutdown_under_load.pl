@@ -12,6 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
@@ -20,11 +21,8 @@ my $load_seconds = 2;       # of load (at least) before each immediate stop
 my $id_space = 1_000_000;   # event ids pgbench draws from (Zipf: hot ids repeat)
 my $redeliver_ids = 3000;   # ids 1..N delivered again at the end
 
-my $node = PostgreSQL::Test::Cluster->new('load');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 # Logging every statement would cost more than the deliveries.
-$node->append_conf('postgresql.conf', "log_statement = none\n");
-$node->start;
+my $node = start_node('load', "log_statement = none\n");
 
 $node->safe_psql(
 	'postgres', q{

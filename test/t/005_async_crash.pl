@@ -19,11 +19,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('async_crash');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf('postgresql.conf', "restart_after_crash = on\n");
-$node->start;
+my $node = start_node('async_crash', "restart_after_crash = on\n");
 
 # The handler writes its effects; for events with "block" it then waits on
 # advisory lock 42 (shared) while a blocker session holds it, so the
@@ -66,21 +64,6 @@ sub state_of
 		'postgres', qq{
 SELECT coalesce((SELECT status::text || '|' || attempts FROM webhook_idem.events WHERE event_id = '$id'), 'none')
        || '|' || (SELECT count(*) FROM applied_log WHERE event_id = '$id')});
-}
-
-# Ends a background psql whose server connection died with the crash.
-sub close_session
-{
-	my ($session) = @_;
-	my $run = $session->{run};
-
-	eval {
-		$run->pump_nb();
-		$session->{stdin} .= "\\q\n" if $run->pumpable();
-		$run->finish;
-		1;
-	} or $run->kill_kill;
-	return;
 }
 
 # Runs each of @sql in a background session of its own while lock 42 is

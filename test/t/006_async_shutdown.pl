@@ -23,6 +23,7 @@ use File::Basename qw(dirname);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
@@ -33,10 +34,7 @@ my $rate = 800;          # deliveries per second, all clients together
 my $workers = 2;
 my $id_space = 10000;    # event ids are drawn from 1..N: repeats are common
 
-my $node = PostgreSQL::Test::Cluster->new('async_shutdown');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf('postgresql.conf', "log_statement = none\ndeadlock_timeout = 100ms\n");
-$node->start;
+my $node = start_node('async_shutdown', "log_statement = none\ndeadlock_timeout = 100ms\n");
 
 # The handler records its run and credits an account; events whose number
 # is a multiple of 10 fail on their first attempt. A short sleep keeps the

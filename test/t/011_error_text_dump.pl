@@ -7,10 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('errtext');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->start;
+my $node = start_node('errtext');
 
 $node->safe_psql('postgres', q{
   CREATE EXTENSION webhook_idem;

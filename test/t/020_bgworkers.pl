@@ -16,25 +16,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 use Time::HiRes qw(time usleep);
 
-my $node = PostgreSQL::Test::Cluster->new('bgworkers');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'bgworkers', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 2
 webhook_idem.database = 'postgres'
 webhook_idem.worker_lease = '2s'
 restart_after_crash = on
 });
-$node->start;
 
 # Workers start with the server, even before the extension exists.
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'two workers run');
+workers_running($node, 2, 'two workers run');
 
 # The handler records each committed run; "poison" always raises; "slow"
 # waits on advisory lock 42 (shared) on its first attempt, so that the
@@ -208,10 +203,7 @@ SELECT pid FROM pg_stat_activity
 kill 'KILL', $pid;
 eval { $blocker->quit; };
 # The postmaster restarts the cluster after the crash; the workers with it.
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'the workers are back after the crash');
+workers_running($node, 2, 'the workers are back after the crash');
 ok( $node->poll_query_until(
 		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'slow'", 't', 60),
 	'the event is applied once its lease ran out');
@@ -261,10 +253,7 @@ $node->safe_psql('postgres', 'ALTER SYSTEM RESET webhook_idem.handler_timeout; S
 # 6. A server restart: the workers come back and queued work is applied.
 $node->stop('fast');
 $node->start;
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'the workers start again with the server');
+workers_running($node, 2, 'the workers start again with the server');
 enqueue('after_restart', 'plain');
 ok( $node->poll_query_until(
 		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'after_restart'"),

@@ -9,25 +9,21 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('attack_maint_workers');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'attack_maint_workers', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 1
 webhook_idem.database = 'wdb'
 });
-$node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE wdb');
 
-my $workers = "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker' AND datname = 'wdb'";
-ok($node->poll_query_until('postgres', $workers), 'the worker runs in a database without the extension');
+workers_running($node, 1, 'the worker runs in a database without the extension', 'wdb');
 # (Until the database existed the worker could not connect to it: those
 # tries are logged, once a second, and are not looked at below.)
 my $log_start = -s $node->logfile;
-my $pid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'");
+my ($pid) = worker_pids($node);
 
 # Creates the extension and an async source whose handler logs each run.
 my $install = q{
@@ -64,8 +60,7 @@ for my $round (1 .. 2)
 }
 is($node->safe_psql('wdb', 'SELECT string_agg(event_id, \',\' ORDER BY event_id) FROM applied_log'),
 	'e1,r1,r2', 'each event applied once');
-is($node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
+is(join(',', worker_pids($node)),
 	$pid, 'the same worker process throughout: it never failed');
 my $log = substr(slurp_file($node->logfile), $log_start);
 unlike($log, qr/ERROR|FATAL/, 'no error in the server log since the database exists');

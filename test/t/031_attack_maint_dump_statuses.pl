@@ -11,10 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('attack_maint_dump');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->start;
+my $node = start_node('attack_maint_dump');
 
 $node->safe_psql('postgres', q{
   CREATE EXTENSION webhook_idem;

@@ -13,15 +13,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 use IPC::Run;
 
 my $seconds = 6;
 my $id_space = 20000;
 
-my $node = PostgreSQL::Test::Cluster->new('retention');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf('postgresql.conf', "log_statement = none\nlog_min_messages = warning\n");
-$node->start;
+my $node = start_node('retention', "log_statement = none\nlog_min_messages = warning\n");
 
 $node->safe_psql(
 	'postgres', q{

@@ -12,22 +12,17 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('worker_batch');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'worker_batch', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 2
 webhook_idem.database = 'postgres'
 webhook_idem.worker_lease = '2s'
 restart_after_crash = on
 });
-$node->start;
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'two workers run');
+workers_running($node, 2, 'two workers run');
 
 # The handler logs each committed run with the synchronous_commit it ran
 # under; "slow" waits on advisory lock 42 (shared) on its first attempt;
@@ -110,10 +105,7 @@ SELECT pid FROM pg_stat_activity
  WHERE backend_type = 'webhook_idem worker' AND wait_event_type = 'Lock' AND wait_event = 'advisory'});
 kill 'KILL', $pid;
 eval { $blocker->quit; };
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'the workers are back after the crash');
+workers_running($node, 2, 'the workers are back after the crash');
 ok( $node->poll_query_until(
 		'postgres',
 		"SELECT count(*) = 9 FROM webhook_idem.events WHERE (event_id = 'slow' OR event_id LIKE 'c%') AND status = 'applied'",

@@ -13,22 +13,17 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('worker_pace');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'worker_pace', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 1
 webhook_idem.database = 'postgres'
 webhook_idem.worker_nice = 7
 webhook_idem.worker_batch_delay = '300ms'
 });
-$node->start;
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'"),
-	'the worker runs');
+workers_running($node, 1, 'the worker runs');
 
 # The nice value of process $pid (field 19 of /proc/<pid>/stat; the
 # command name, field 2, is in parentheses and may hold spaces).
@@ -44,8 +39,7 @@ sub nice_of
 SKIP:
 {
 	skip 'no /proc here', 1 unless -r '/proc/self/stat';
-	my $worker = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'");
+	my ($worker) = worker_pids($node);
 	my $postmaster = $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
 	my $expected = nice_of($postmaster) + 7;

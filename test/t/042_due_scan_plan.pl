@@ -18,13 +18,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('due_scan_plan');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 # No autovacuum: the statistics stay those the test gathered, as they do
 # between two of autovacuum's visits.
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'due_scan_plan', q{
 shared_preload_libraries = 'webhook_idem,auto_explain'
 webhook_idem.database = 'postgres'
 webhook_idem.workers = 0
@@ -32,7 +31,6 @@ autovacuum = off
 auto_explain.log_min_duration = 0
 auto_explain.log_nested_statements = on
 });
-$node->start;
 
 $node->safe_psql(
 	'postgres', q{

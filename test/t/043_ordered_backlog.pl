@@ -16,18 +16,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('ordered_backlog');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'ordered_backlog', q{
 shared_preload_libraries = 'webhook_idem,pg_stat_statements'
 webhook_idem.database = 'postgres'
 webhook_idem.workers = 2
 pg_stat_statements.track = all
 max_locks_per_transaction = 256
 });
-$node->start;
 
 $node->safe_psql(
 	'postgres', q{

@@ -13,11 +13,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('duplicate_durable');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'duplicate_durable', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 1
 webhook_idem.database = 'postgres'
@@ -26,7 +25,6 @@ wal_writer_delay = '10s'
 wal_writer_flush_after = 0
 autovacuum = off
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION webhook_idem;

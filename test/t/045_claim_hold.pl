@@ -22,18 +22,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use WebhookIdemTest;
 
-my $node = PostgreSQL::Test::Cluster->new('claim_hold');
-$node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'claim_hold', q{
 shared_preload_libraries = 'webhook_idem'
 webhook_idem.workers = 2
 webhook_idem.database = 'postgres'
 webhook_idem.worker_lease = '1s'
 restart_after_crash = on
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION webhook_idem;
