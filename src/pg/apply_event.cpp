@@ -502,6 +502,7 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	wi::Status	st;
 	Outcome		o;
 
+	LockEventsForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
 	CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
 									 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),

@@ -198,14 +198,14 @@ LookupEventDirect(const char *source, const char *event_id, EventRow *row)
 	/* On Citus the rows are in shards: one statement, routed by event_id. */
 	if (EventsDistributed())
 		return LookupEventRouted(source, event_id, row) ? 1 : 0;
-	rel = table_open(EventsRelid(), AccessShareLock);
+	rel = table_open(LockEventsRelation(AccessShareLock), NoLock);
 
 	/* The table is locked: its facts (rebuilt if invalidated) hold until
 	 * this transaction ends. */
 	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
-		table_close(rel, AccessShareLock);
+		table_close(rel, NoLock);
 		return -1;
 	}
 	/* See what this transaction wrote before, and what others committed
@@ -248,7 +248,7 @@ InsertEventDirect(const EventRow *row)
 	/* On Citus the rows are in shards: this table is an empty shell. */
 	if (EventsDistributed() || !DirectWritesAllowed())
 		return false;
-	rel = table_open(EventsRelid(), RowExclusiveLock);
+	rel = table_open(LockEventsRelation(RowExclusiveLock), NoLock);
 	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
@@ -319,7 +319,7 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	/* On Citus the row is in a shard: the routed statement updates it. */
 	if (EventsDistributed() || !DirectWritesAllowed())
 		return false;
-	rel = table_open(EventsRelid(), RowExclusiveLock);
+	rel = table_open(LockEventsRelation(RowExclusiveLock), NoLock);
 	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{
@@ -506,7 +506,7 @@ LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *ro
 	/* On Citus the row is in a shard: the routed statement locks it. */
 	if (EventsDistributed() || !DirectWritesAllowed())
 		return -1;
-	rel = table_open(EventsRelid(), RowShareLock);
+	rel = table_open(LockEventsRelation(RowShareLock), NoLock);
 	facts = EventsFacts(rel);
 	if (!facts->direct_ok)
 	{

@@ -25,7 +25,9 @@
 #include "pg/queue.h"
 
 extern "C" {
+#include "catalog/namespace.h"
 #include "commands/extension.h"
+#include "nodes/makefuncs.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_check_forward);
 PG_FUNCTION_INFO_V1(webhook_idem_forward_pending);
@@ -602,8 +604,16 @@ SendDue(const char *epoch, int max)
 static int
 ForwardStep(Oid pg_net, int max)
 {
-	char	   *epoch = RelayEpoch(pg_net);
-	int			settled = SettleSent(epoch, max);
+	char	   *epoch;
+	int			settled;
+
+	/* The writers' lock on forwards before it is read (as
+	 * LockEventsForWrite does for events): rows read FOR UPDATE and then
+	 * updated would otherwise deadlock with a plain REINDEX. */
+	(void) RangeVarGetRelid(makeRangeVar((char *) "webhook_idem", (char *) "forwards", -1),
+							RowExclusiveLock, false);
+	epoch = RelayEpoch(pg_net);
+	settled = SettleSent(epoch, max);
 
 	return settled + SendDue(epoch, max);
 }

@@ -68,6 +68,7 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 	EventRow	row;
 	WiHandlerResult res;
 
+	LockEventsForWrite();
 	/* The claim lock first, then the row, as every writer takes them. */
 	if (source == NULL || event_id == NULL)
 	{
@@ -135,6 +136,7 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 	max_events = Min(max_events, WI_MAX_BATCH);
 
 	SPI_connect();
+	LockEventsForWrite();
 	DueScanInit(&scan, source, false);	/* every call walks */
 	while (done < max_events)
 	{

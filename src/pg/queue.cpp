@@ -629,6 +629,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
+	LockEventsForWrite();
 	DueScanInit(&scan, source, true);	/* a claim follows the last one */
 	while (claimed < batch)
 	{
@@ -685,6 +686,7 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
 	SPI_connect();
+	LockEventsForWrite();
 	/* Ordered: the entity's lock (waiting) before the row's, the order in
 	 * which the workers and deliveries take them (docs/ordering.md, Locks),
 	 * so that complete() never waits for an entity while holding a row
@@ -741,6 +743,7 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	SPI_connect();
+	LockEventsForWrite();
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
 		(src = LookupSource(row.source)) != NULL)
 	{
@@ -773,6 +776,7 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
 	SPI_connect();
+	LockEventsForWrite();
 	done = ExtendLease(PG_GETARG_INT64(0), PG_GETARG_INT32(1), lease);
 	SPI_finish();
 	PG_RETURN_BOOL(done);

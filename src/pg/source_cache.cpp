@@ -136,6 +136,35 @@ EventsRelid(void)
 }
 
 Oid
+LockEventsRelation(LOCKMODE mode)
+{
+	for (;;)
+	{
+		Oid			relid = EventsRelid();
+		LOCKTAG		tag;
+
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation \"webhook_idem.events\" does not exist"),
+					 errdetail("The extension was dropped, or is being dropped.")));
+		/* Held already (this mode, or the writers' stronger one): the
+		 * table cannot have been dropped since it was taken. */
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+		if (LockHeldByMe(&tag, mode) ||
+			(mode < RowExclusiveLock && LockHeldByMe(&tag, RowExclusiveLock)))
+			return relid;
+		/* Reads the invalidations committed before the lock was granted:
+		 * a table dropped (and perhaps created again) while this waited
+		 * for it has a new OID, or none. */
+		LockRelationOid(relid, mode);
+		if (EventsRelid() == relid && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+			return relid;
+		UnlockRelationOid(relid, mode);
+	}
+}
+
+Oid
 EventsSeqRelid(void)
 {
 	WatchCatalog();

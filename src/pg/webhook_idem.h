@@ -133,6 +133,18 @@ Oid			ExtensionOwner(void);
 Oid			EventsRelid(void);
 Oid			EventsSeqRelid(void);
 
+/* Locks webhook_idem.events in mode and returns its OID, following a
+ * table dropped or created again while the lock was waited for (SQLSTATE
+ * 42P01 if there is none any more, never a lookup of a stale OID). */
+Oid			LockEventsRelation(LOCKMODE mode);
+
+/* The lock every call that may write webhook_idem.events takes on it
+ * before it reads it: RowExclusiveLock, as an UPDATE's parse takes it
+ * before its scan. A call that read the table under a weaker lock and then
+ * asked for this one deadlocked with a plain REINDEX, which holds
+ * ShareLock on the table while it waits for an index the read opened. */
+#define LockEventsForWrite() ((void) LockEventsRelation(RowExclusiveLock))
+
 /* --- payload.cpp ---------------------------------------------------- */
 
 /* Parses a body as JSON into a jsonb; on failure returns NULL and sets
