@@ -503,6 +503,8 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	Outcome		o;
 
 	LockEventsForWrite();
+	if (order != NULL)
+		LockOrderForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
 	CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
 									 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),

@@ -52,6 +52,12 @@ typedef enum WiOrderFind
  * SQL). */
 bool		OrderingInstalled(void);
 
+/* The writers' lock (RowExclusiveLock) on the ordering tables, where they
+ * exist, as LockEventsForWrite takes it on events and for the same
+ * reason: taken by every call that may write them before it reads them,
+ * after the one on events. */
+void		LockOrderForWrite(void);
+
 /* Parses entity_from and order_by (either may be NULL) into *out, allocating
  * in cxt; *out is NULL when neither is set. Raises 22023 (42601 for a JSON
  * path that does not parse) for settings that cannot order events. */

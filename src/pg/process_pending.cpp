@@ -69,6 +69,7 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 	WiHandlerResult res;
 
 	LockEventsForWrite();
+	LockOrderForWrite();
 	/* The claim lock first, then the row, as every writer takes them. */
 	if (source == NULL || event_id == NULL)
 	{
@@ -137,6 +138,7 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	LockEventsForWrite();
+	LockOrderForWrite();
 	DueScanInit(&scan, source, false);	/* every call walks */
 	while (done < max_events)
 	{

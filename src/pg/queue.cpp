@@ -630,6 +630,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
 	LockEventsForWrite();
+	LockOrderForWrite();
 	DueScanInit(&scan, source, true);	/* a claim follows the last one */
 	while (claimed < batch)
 	{
@@ -687,6 +688,7 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	SPI_connect();
 	LockEventsForWrite();
+	LockOrderForWrite();
 	/* Ordered: the entity's lock (waiting) before the row's, the order in
 	 * which the workers and deliveries take them (docs/ordering.md, Locks),
 	 * so that complete() never waits for an entity while holding a row
@@ -744,6 +746,7 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	SPI_connect();
 	LockEventsForWrite();
+	LockOrderForWrite();
 	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
 		(src = LookupSource(row.source)) != NULL)
 	{
