@@ -580,6 +580,67 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	return ApplyFirst(src, event_id, payload, sha, now, order);
 }
 
+/* The column types of webhook_idem.outcome, in order: 0.1.0's six
+ * (status, http_status, event_id, attempts, result, detail), then 0.2.0's
+ * reply and reply_type. */
+static const Oid outcome_types[8] = {TEXTOID, INT4OID, TEXTOID, INT4OID, JSONBOID, TEXTOID,
+									 TEXTOID, TEXTOID};
+
+/* True if desc is webhook_idem.outcome as 0.1.0 or 0.2.0 made it. */
+static bool
+IsOutcomeShape(TupleDesc desc)
+{
+	if (desc->natts != 6 && desc->natts != 8)
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || att->atttypid != outcome_types[i])
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The shape apply_event's answer is built in: the one its statement was
+ * planned for, when it is one of the outcome's, else the catalog's. A
+ * statement planned before ALTER EXTENSION UPDATE committed (0.1.0's six
+ * columns) and called after it gets the six it expects; reading the
+ * catalog's then failed it ("function return row and query-specified
+ * return row do not match", or a lookup of the 0.1.0 function the update
+ * dropped).
+ */
+static TupleDesc
+OutcomeDesc(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsi = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	desc;
+
+	if (rsi != NULL && IsA(rsi, ReturnSetInfo) && rsi->expectedDesc != NULL &&
+		IsOutcomeShape(rsi->expectedDesc))
+	{
+		TupleDesc	now = lookup_rowtype_tupdesc(rsi->expectedDesc->tdtypeid, -1);
+		bool		changed = now->natts != rsi->expectedDesc->natts;
+
+		ReleaseTupleDesc(now);
+		if (!changed)
+			return BlessTupleDesc(rsi->expectedDesc);
+		/* The executor checks a composite result against its type as it
+		 * is now: the planned shape goes back as a record of its own. */
+		desc = CreateTupleDescCopy(rsi->expectedDesc);
+		desc->tdtypeid = RECORDOID;
+		desc->tdtypmod = -1;
+		return BlessTupleDesc(desc);
+	}
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "apply_event() must return webhook_idem.outcome");
+	if (!IsOutcomeShape(desc))
+		elog(ERROR, "webhook_idem.outcome has %d attributes, not those of 0.1.0 (6) or 0.2.0 (8)",
+			 desc->natts);
+	return BlessTupleDesc(desc);
+}
+
 /* How bad an item's answer is for the sender: the batch answers with its
  * worst item's (failed, then in_progress, payload_mismatch,
  * invalid_payload, dead, queued; the final answers after them). */
@@ -850,9 +911,6 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("source must not be NULL")));
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "apply_event() must return webhook_idem.outcome");
-	desc = BlessTupleDesc(desc);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	/*
@@ -942,8 +1000,9 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	nulls[6] = o.reply == NULL;
 	values[7] = o.reply_type ? CStringGetTextDatum(o.reply_type) : (Datum) 0;
 	nulls[7] = o.reply_type == NULL;
-	if (desc->natts != 6 && desc->natts != 8)
-		elog(ERROR, "webhook_idem.outcome has %d attributes; expected 6 (0.1.0) or 8", desc->natts);
+	/* The shape last, once the call has read every invalidation it will
+	 * (an ALTER EXTENSION UPDATE committed meanwhile is among them). */
+	desc = OutcomeDesc(fcinfo);
 	tuple = heap_form_tuple(desc, values, nulls);
 	SPI_finish();
 	SetUserIdAndSecContext(caller, caller_sec);
