@@ -15,6 +15,7 @@ extern "C" {
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "replication/syncrep.h"
 #include "storage/lwlock.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_apply_event);
@@ -158,7 +159,13 @@ SameBody(const EventRow *row, bytea *sha)
  * txid_status() reads a status, under XactTruncationLock, for a
  * transaction the commit log may no longer hold. The row's hint bit says
  * nothing here: PostgreSQL sets it once the page's LSN has passed that
- * commit's, flushed or not.
+ * commit's, flushed or not. Where this session's commits wait for
+ * synchronous standbys (synchronous_commit above local, with
+ * synchronous_standby_names), the answer waits for them to have flushed
+ * that commit too, as this session's own commit would: a failover to a
+ * standby that never received it would otherwise take back what the
+ * answer reports. (A cancel ends that wait with PostgreSQL's warning, as
+ * at a commit.)
  */
 static void
 FlushRowCommit(const EventRow *row)
@@ -172,8 +179,15 @@ FlushRowCommit(const EventRow *row)
 	if (TransactionIdFollowsOrEquals(row->xmin, ShmemVariableCache->oldestClogXid))
 		lsn = TransactionIdGetCommitLSN(row->xmin);
 	LWLockRelease(XactTruncationLock);
-	if (!XLogRecPtrIsInvalid(lsn) && XLogNeedsFlush(lsn))
+	if (XLogRecPtrIsInvalid(lsn))
+		return;
+	if (XLogNeedsFlush(lsn))
 		XLogFlush(lsn);
+	/* (Returns at once when no standby is to be waited for, or once it
+	 * has replied for lsn; waits with interrupts held, as commits do.) */
+	HOLD_INTERRUPTS();
+	SyncRepWaitForLSN(lsn, false);
+	RESUME_INTERRUPTS();
 }
 
 /*
