@@ -189,7 +189,9 @@ HintsFromReturned(DueScan *scan)
 	return scan->n_hints > 0;
 }
 
-/* True if the scan passes over event id, or over source. */
+/* True if the scan passes over event id, or over source: for the hints,
+ * which are locked by id, the conditions the walk's statement (DueScanSql)
+ * puts on every row by its parameters $1 to $3 from the same fields. */
 static bool
 ScanSkips(const DueScan *scan, int64 id, const char *source)
 {
