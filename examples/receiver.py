@@ -21,23 +21,31 @@ SQL = """SELECT status, http_status, event_id, detail, reply, reply_type
 pool, slots = ThreadedConnectionPool(1, 8, ""), threading.BoundedSemaphore(8)
 ROUTE = re.compile(r"^/webhooks/([^/]+)/?$")  # the path, without its query
 MAX_BODY = 2 * 1024 * 1024  # above webhook_idem.max_body_bytes (1 MB): the database decides
+MAX_DRAIN = 4 * MAX_BODY  # what is read and dropped of a body refused as too large
 
 def query(sql, args=()):
     """Runs one statement on a pooled connection and commits: its row, or
-    None and why (logged; the sender gets a 503 and retries)."""
+    None and why (logged; the sender gets a 503 and retries). A pooled
+    connection the server has closed (a restart, a terminated backend) is
+    dropped and the statement run again on another (at most once per pooled
+    connection): apply_event is idempotent, so a call whose commit was lost
+    with the answer is then a duplicate."""
     with slots:
-        conn = None
-        try:
-            conn = pool.getconn()
-            with conn, conn.cursor() as cur:  # commits before we answer
-                cur.execute(sql, args)
-                return cur.fetchone(), None
-        except psycopg2.Error as e:  # e.g. 40001 under SERIALIZABLE, or the database is down
-            print("database error %s: %s" % (e.pgcode, str(e).strip()), file=sys.stderr, flush=True)
-            return None, e.pgcode or "database unavailable"
-        finally:
-            if conn is not None:
-                pool.putconn(conn, close=bool(conn.closed))
+        for retries_left in range(8, -1, -1):
+            conn = None
+            try:
+                conn = pool.getconn()
+                with conn, conn.cursor() as cur:  # commits before we answer
+                    cur.execute(sql, args)
+                    return cur.fetchone(), None
+            except psycopg2.Error as e:  # e.g. 40001 under SERIALIZABLE, or the database is down
+                if retries_left and conn is not None and conn.closed:
+                    continue
+                print("database error %s: %s" % (e.pgcode, str(e).strip()), file=sys.stderr, flush=True)
+                return None, e.pgcode or "database unavailable"
+            finally:
+                if conn is not None:
+                    pool.putconn(conn, close=bool(conn.closed))
 
 class Receiver(BaseHTTPRequestHandler):
     head = False  # a HEAD request: headers only
@@ -50,6 +58,13 @@ class Receiver(BaseHTTPRequestHandler):
         self.end_headers()
         if not self.head:
             self.wfile.write(reply)
+
+    def drop_body(self, length):
+        while length > 0:
+            chunk = self.rfile.read(min(length, 65536))
+            if not chunk:
+                break
+            length -= len(chunk)
 
     def refuse(self, code, status, detail):
         self.answer(code, json.dumps({"status": status, "event_id": None, "detail": detail}), "application/json")
@@ -73,7 +88,8 @@ class Receiver(BaseHTTPRequestHandler):
             self.close_connection = True
             return self.refuse(400, "bad_request", "Content-Length is not a length")
         if int(length) > MAX_BODY:
-            self.close_connection = True  # the body is not read
+            self.close_connection = True
+            self.drop_body(min(int(length), MAX_DRAIN))  # a sender still writing gets the answer, not a reset
             return self.refuse(413, "too_large", "body is %s bytes; this layer accepts %d" % (length, MAX_BODY))
         body = self.rfile.read(int(length))  # bytes, untouched
         headers = {}
@@ -96,7 +112,7 @@ class Receiver(BaseHTTPRequestHandler):
             self.head = False
 
     def do_GET(self):  # a handshake may be a GET (meta's hub.challenge)
-        if self.path != "/metrics":
+        if self.path.split("?")[0].rstrip("/") != "/metrics":
             return self.do_POST()
         row, error = query("SELECT webhook_idem.metrics()")
         self.answer(200 if row else 503, row[0] if row else error + "\n", "text/plain; version=0.0.4")

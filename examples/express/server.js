@@ -49,7 +49,7 @@ app.all('/webhooks/:source', rawBody, async (req, res) => {
     row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
   } catch (e) { // e.g. 40001 under SERIALIZABLE, or the database is down: the sender retries
     console.error(`database error ${e.code || ''}: ${e.message}`);
-    row = { status: 'error', http_status: 503, detail: e.code || 'database unavailable' };
+    row = { status: 'error', http_status: 503, event_id: null, detail: e.code || 'database unavailable' };
   }
   res.status(row.http_status);
   if (row.reply != null) { // a handshake, or the answer the sender expects
@@ -71,6 +71,11 @@ app.get('/metrics', async (req, res) => {
   }
 });
 
+// Any other path: the same JSON shape.
+app.use((req, res) => {
+  res.status(404).json({ status: 'not_found', event_id: null, detail: 'POST to /webhooks/<source>' });
+});
+
 // A request refused before the call (a body over the limit, an encoded
 // body): a JSON answer like the database's, never a stack trace.
 app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
@@ -82,4 +87,14 @@ app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
 
 const server = app.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {
   console.log(`listening on http://127.0.0.1:${server.address().port}/webhooks/<source>`);
+});
+// A request Node cannot parse (e.g. a Content-Length that is not a
+// number) never reaches Express: answered in the same JSON shape.
+server.on('clientError', (err, socket) => {
+  if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy();
+  const [code, reason] = err.code === 'HPE_HEADER_OVERFLOW'
+    ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+  const body = JSON.stringify({ status: 'bad_request', event_id: null, detail: 'the request could not be parsed' });
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 });

@@ -43,7 +43,12 @@ function check(what, ok, got) {
 
 // POSTs body (a string or Buffer) with headers; returns {code, type, text, json}.
 async function post(source, body, headers, method = 'POST') {
-  const res = await fetch(`${base}/webhooks/${source}`, { method, headers, body });
+  let res;
+  try {
+    res = await fetch(`${base}/webhooks/${source}`, { method, headers, body });
+  } catch (e) { // no answer at all (a reset): a failed check, not a crash
+    return { code: 0, type: '', text: `no answer: ${e.cause?.code || e.message}`, json: null };
+  }
   const text = await res.text();
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON: a reply, or an error page */ }
@@ -206,14 +211,36 @@ function standardDelivery(id, payload) {
     text: await slash.clone().text(), json: await slash.json().catch(() => null) }, 200, 'applied');
   expectOutcome('route with a percent escape', await post('%73tripe', d.body, d.headers), 200, 'duplicate');
   const other = await fetch(`${base}/hooks/stripe`, { method: 'POST', headers: d.headers, body: d.body });
-  check('a path outside /webhooks/: HTTP 404', other.status === 404, other.status);
+  expectOutcome('a path outside /webhooks/', { code: other.status, type: other.headers.get('content-type') || '',
+    text: await other.clone().text(), json: await other.json().catch(() => null) }, 404, 'not_found');
   check('route: applied once', (await runs('stripe', id)) === 1);
   expectOutcome('another method (PUT) reaches the database', await post('stripe', d.body, d.headers, 'PUT'),
                 200, 'duplicate');
 
-  // Over the layer's own limit (2 MB): refused before the call, in JSON.
+  // Over the layer's own limit (2 MB): refused before the call, in JSON,
+  // and answered while the sender writes it (not a reset), every time.
   const huge = stripeDelivery(`evt_${run}_huge`, 'charge.succeeded', { pad: 'x'.repeat(2 * 1024 * 1024 + 1) });
-  expectOutcome('body over the layer\'s 2 MB', await post('stripe', huge.body, huge.headers), 413, 'too_large');
+  for (let i = 0; i < 5; i++) {
+    expectOutcome(`body over the layer's 2 MB (${i + 1})`, await post('stripe', huge.body, huge.headers), 413, 'too_large');
+  }
+
+  // A request the HTTP parser refuses (a Content-Length that is no
+  // number): 400, in the same JSON shape.
+  const { connect } = await import('node:net');
+  const raw = await new Promise((resolve) => {
+    const u = new URL(base);
+    const sock = connect(Number(u.port), u.hostname, () => sock.write(
+      'POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nConnection: close\r\n\r\n'));
+    let got = '';
+    sock.on('data', (c) => { got += c; });
+    sock.on('end', () => resolve(got));
+    sock.on('error', (e) => resolve(`error ${e.code}`));
+  });
+  const rawBody = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  check('Content-Length: abc: HTTP 400', /^HTTP\/1\.[01] 400/.test(raw), raw.slice(0, 80));
+  check('Content-Length: abc: JSON bad_request', (() => {
+    try { return JSON.parse(rawBody).status === 'bad_request'; } catch { return false; }
+  })(), rawBody.slice(0, 120));
 
   // An encoded body is refused, not inflated: the bytes passed on are
   // the bytes sent, and the sender is told why.
@@ -287,6 +314,23 @@ function standardDelivery(id, payload) {
   check('metrics: Prometheus text type', (res.headers.get('content-type') || '').startsWith('text/plain'),
         res.headers.get('content-type'));
   check('metrics: outcome counters', /webhook_idem_deliveries_total/.test(text), text.slice(0, 200));
+  const q = await fetch(`${base}/metrics?x=1`);
+  check('metrics with a query string: HTTP 200', q.status === 200, q.status);
+}
+
+// ---- the database closes the layer's connections (a restart, a
+// terminated backend): the next deliveries are answered, not 503
+{
+  const d = stripeDelivery(`evt_${run}_reconnect`);
+  check('reconnect: a first delivery', (await post('stripe', d.body, d.headers)).code === 200);
+  const killed = (await db.query(
+    "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE usename = 'http_layer'")).rows[0].n;
+  check('reconnect: the layer had connections to close', killed > 0, killed);
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 3; i++) {
+    expectOutcome(`reconnect: delivery ${i + 1} after the layer's connections were closed`,
+                  await post('stripe', d.body, d.headers), 200, 'duplicate');
+  }
 }
 
 // ---- a handshake: Slack's url_verification, answered with reply and reply_type
