@@ -126,6 +126,15 @@ SELECT status, http_status, event_id, detail
                                 event_id => 'my-own-id');
 SELECT count(*) AS not_recorded FROM webhook_idem.events WHERE event_id = 'my-own-id';
 SELECT count(*) AS ran_once FROM billing.runs WHERE event_id IN ('evt_1', 'my-own-id');
+-- Nor by making the rule find nothing: an unsigned Content-Type that has
+-- the JSON body read as a form (then $.id finds no id). A source that
+-- verifies its deliveries takes no given id for a delivery whose rule
+-- finds none.
+SELECT status, http_status, event_id, detail
+  FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'),
+         pg_temp.signed(:'e1') || '{"Content-Type": "application/x-www-form-urlencoded"}',
+         event_id => 'my-own-id');
+SELECT count(*) AS still_not_recorded FROM webhook_idem.events WHERE event_id = 'my-own-id';
 -- The real event of that id, when it comes, is applied.
 SELECT status, event_id FROM pg_temp.deliver('{"id": "my-own-id", "type": "charge.succeeded", "data": {"object": {"amount": 0, "account": "acct_1"}}}');
 SELECT status, event_id FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'), pg_temp.signed(:'e1'),

@@ -450,13 +450,16 @@ RuleText(const WiSource *src)
 
 /*
  * The event id of one event: the one the source's rule finds, which a
- * given id (the caller's event_id) must agree with; a given id names the
- * event only where the rule finds none. Checked here, where the id is
- * used, so that no caller re-keys a delivery: a captured signed delivery
- * sent again under new ids would run its handler each time, and one sent
- * under the id of an event not yet delivered would have that event
- * refused as a mismatch when it comes. NULL with *o set if it has no
- * usable id.
+ * given id (the caller's event_id) must agree with. A given id names the
+ * event only where the rule finds none and the source verifies nothing
+ * (scheme none, whose caller decides everything anyway): whether a rule
+ * finds an id is up to the caller too (an unsigned Content-Type has a
+ * JSON body read as a form, where no JSON path finds anything; a header
+ * left out). Checked here, where the id is used, so that no caller
+ * re-keys a delivery: a captured signed delivery sent again under new ids
+ * would run its handler each time, and one sent under the id of an event
+ * not yet delivered would have that event refused as a mismatch when it
+ * comes. NULL with *o set if it has no usable id.
  */
 static char *
 IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len,
@@ -478,6 +481,15 @@ IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *dat
 			*o = MakeOutcome("invalid_payload", 400, NULL,
 							 psprintf("event_id differs from the event id this delivery carries (%s);"
 									  " a given event_id names only a delivery that carries none",
+									  RuleText(src)));
+			return NULL;
+		}
+		if (event_id == NULL && src->scheme->needs_secrets)
+		{
+			*o = MakeOutcome("invalid_payload", 400, NULL,
+							 psprintf("no event id found (%s); a source that verifies its deliveries"
+									  " takes no event_id in place of its rule's: give it an"
+									  " event_id_from that finds one ('sha256' at least)",
 									  RuleText(src)));
 			return NULL;
 		}
