@@ -126,15 +126,30 @@ SELECT status, http_status, event_id, detail
                                 event_id => 'my-own-id');
 SELECT count(*) AS not_recorded FROM webhook_idem.events WHERE event_id = 'my-own-id';
 SELECT count(*) AS ran_once FROM billing.runs WHERE event_id IN ('evt_1', 'my-own-id');
--- Nor by making the rule find nothing: an unsigned Content-Type that has
--- the JSON body read as a form (then $.id finds no id). A source that
--- verifies its deliveries takes no given id for a delivery whose rule
--- finds none.
+-- Nor by making the rule find nothing: an unsigned Content-Type that would
+-- have the JSON body read as a form (where $.id finds nothing) does not
+-- (below); and a source that verifies its deliveries takes no given id
+-- for a delivery whose rule finds none (a signed body without an id).
 SELECT status, http_status, event_id, detail
   FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'),
          pg_temp.signed(:'e1') || '{"Content-Type": "application/x-www-form-urlencoded"}',
          event_id => 'my-own-id');
+SELECT status, http_status, event_id, detail
+  FROM webhook_idem.apply_event('stripe_t', convert_to('{"type": "no.id"}', 'UTF8'),
+         pg_temp.signed('{"type": "no.id"}'), event_id => 'my-own-id');
 SELECT count(*) AS still_not_recorded FROM webhook_idem.events WHERE event_id = 'my-own-id';
+-- Nor does that header change what the handler is given: a signed JSON
+-- body is JSON whatever the Content-Type says (here where the id is the
+-- body's digest, which a form reading would not change: the handler got
+-- the whole JSON text as a form field's name).
+SELECT source FROM webhook_idem.register_source('stripe_sha', 'stripe', ARRAY['whsec_test'],
+                                                handler => 'billing.on_stripe(jsonb)', event_id_from => 'sha256');
+\set e9 '{"id": "evt_9", "type": "charge.succeeded", "data": {"object": {"amount": 0, "account": "acct_1"}}}'
+SELECT status FROM webhook_idem.apply_event('stripe_sha', convert_to(:'e9', 'UTF8'),
+         pg_temp.signed(:'e9') || '{"Content-Type": "application/x-www-form-urlencoded"}');
+SELECT payload->>'id' AS payload_id, payload->'data'->'object'->>'amount' AS amount
+  FROM webhook_idem.events WHERE source = 'stripe_sha';
+SELECT webhook_idem.drop_source('stripe_sha', true);
 -- The real event of that id, when it comes, is applied.
 SELECT status, event_id FROM pg_temp.deliver('{"id": "my-own-id", "type": "charge.succeeded", "data": {"object": {"amount": 0, "account": "acct_1"}}}');
 SELECT status, event_id FROM webhook_idem.apply_event('stripe_t', convert_to(:'e1', 'UTF8'), pg_temp.signed(:'e1'),

@@ -343,7 +343,7 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	}
 	in->headers = CollectHeaders(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2));
 	in->payload = NULL;
-	in->form = IsFormBody(src->scheme, &in->headers, url);
+	in->form = IsFormBody(src->scheme, &in->headers, url, in->data, in->len);
 
 	memset(&args, 0, sizeof(args));
 	args.scheme = src->scheme;
@@ -405,18 +405,6 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 		return false;
 	}
 	return true;
-}
-
-/* True if a body starts, after white space, as a JSON object or array
- * does: what a JSON body sent with a form's Content-Type looks like. */
-static bool
-LooksLikeJson(const char *data, int len)
-{
-	int			i = 0;
-
-	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
-		i++;
-	return i < len && (data[i] == '{' || data[i] == '[');
 }
 
 /* The event id the source's rule finds in one event (payload: the body's,
@@ -498,12 +486,7 @@ IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *dat
 	else if (event_id == NULL)
 	{
 		*o = MakeOutcome("invalid_payload", 400, NULL,
-						 psprintf("no event id found (%s)%s", RuleText(src),
-								  in->form && LooksLikeJson(in->data, in->len)
-								  ? ": the body looks like JSON but was read as form fields"
-								  " (Content-Type: application/x-www-form-urlencoded, which"
-								  " curl -d sends unless given another): send it with"
-								  " Content-Type: application/json" : ""));
+						 psprintf("no event id found (%s)", RuleText(src)));
 		return NULL;
 	}
 	if ((int) strlen(event_id) > wi_max_event_id_bytes)

@@ -67,12 +67,26 @@ ParseJsonBody(const char *body, int len, const char **detail)
 }
 
 bool
-IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url)
+LooksLikeJson(const char *data, int len)
+{
+	int			i = 0;
+
+	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
+		i++;
+	return i < len && (data[i] == '{' || data[i] == '[');
+}
+
+bool
+IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url, const char *body, int len)
 {
 	static const char form_type[] = "application/x-www-form-urlencoded";
 	const char *value;
 	size_t		n;
 
+	/* A form cannot start so (its encoding escapes both brackets): what
+	 * the signature covers decides, not a header it does not cover. */
+	if (LooksLikeJson(body, len))
+		return false;
 	if (LookupHeader(headers, "Content-Type", 12, &value, &n))
 	{
 		std::string_view type = wi::TrimSpaces(std::string_view(value, n));

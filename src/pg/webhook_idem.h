@@ -156,10 +156,16 @@ Jsonb	   *ParseJsonBody(const char *body, int len, const char **detail);
  * NULL and sets *detail. */
 Jsonb	   *ParseFormBody(const char *body, int len, const char **detail);
 
-/* True if the delivery's body is form data rather than JSON: its
- * Content-Type says so, or, without one, the scheme says its sender posts a
- * form to this URL (Twilio, unless the URL carries bodySHA256). */
-bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url);
+/* True if the delivery's body is form data rather than JSON: it does not
+ * start as JSON does, and its Content-Type says so, or, without one, the
+ * scheme says its sender posts a form to this URL (Twilio, unless the URL
+ * carries bodySHA256). */
+bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url,
+					   const char *body, int len);
+
+/* True if a body starts, after white space, as a JSON object or array
+ * does. */
+bool		LooksLikeJson(const char *data, int len);
 
 /* The values of the JSON paths in payload (NULL: none found), as a
  * scheme's VerifyRequest::fields: a string unescaped, a number, true,
