@@ -613,18 +613,19 @@ IsOutcomeShape(TupleDesc desc)
 
 /*
  * The shape apply_event's answer is built in: the one its statement was
- * planned for, when it is one of the outcome's, else the catalog's. A
- * statement planned before ALTER EXTENSION UPDATE committed (0.1.0's six
- * columns) and called after it gets the six it expects; reading the
- * catalog's then failed it ("function return row and query-specified
- * return row do not match", or a lookup of the 0.1.0 function the update
- * dropped).
+ * planned for, when it is one of the outcome's, else its type's as it is
+ * now. A statement planned before ALTER EXTENSION UPDATE committed (0.1.0's
+ * six columns) and called after it gets the six it expects in FROM, and
+ * the type as it is in a select list; reading the function's catalog row
+ * then failed it ("function return row and query-specified return row do
+ * not match", or XX000 looking up the 0.1.0 function the update dropped).
  */
 static TupleDesc
 OutcomeDesc(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsi = (ReturnSetInfo *) fcinfo->resultinfo;
 	TupleDesc	desc;
+	Oid			rettype;
 
 	if (rsi != NULL && IsA(rsi, ReturnSetInfo) && rsi->expectedDesc != NULL &&
 		IsOutcomeShape(rsi->expectedDesc))
@@ -642,7 +643,13 @@ OutcomeDesc(FunctionCallInfo fcinfo)
 		desc->tdtypmod = -1;
 		return BlessTupleDesc(desc);
 	}
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+	/* Called in a select list: the type the call was planned with, as it
+	 * is now (not through the function's pg_proc row, which an update
+	 * may have dropped under a statement planned before it). */
+	rettype = fcinfo->flinfo != NULL ? get_fn_expr_rettype(fcinfo->flinfo) : InvalidOid;
+	if (OidIsValid(rettype) && rettype != RECORDOID && type_is_rowtype(rettype))
+		desc = lookup_rowtype_tupdesc_copy(rettype, -1);
+	else if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "apply_event() must return webhook_idem.outcome");
 	if (!IsOutcomeShape(desc))
 		elog(ERROR, "webhook_idem.outcome has %d attributes, not those of 0.1.0 (6) or 0.2.0 (8)",
