@@ -31,7 +31,11 @@ SELECT status FROM webhook_idem.apply_event('bad',
 SELECT status FROM webhook_idem.apply_event('bad',
   convert_to('{"id": "big", "v": [' || rtrim(repeat('"' || repeat('x', 500) || '",', 1000), ',') || ']}', 'UTF8'));
 SELECT jsonb_array_length(payload->'v') AS n FROM webhook_idem.events WHERE source = 'bad' AND event_id = 'big';
--- Only the three legal deliveries above were recorded and applied.
+-- A byte order mark before the JSON text is ignored (RFC 8259 allows a
+-- parser to), and only there; the body's digest covers the bytes sent.
+SELECT o.status, o.event_id FROM webhook_idem.apply_event('bad', '\xefbbbf7b226964223a22626f6d227d'::bytea) AS o;
+SELECT o.status, o.detail FROM webhook_idem.apply_event('bad', convert_to('{"id": "bom2"}', 'UTF8') || '\xefbbbf'::bytea) AS o;
+-- Only the legal deliveries above (nested, big, bom) were recorded and applied.
 SELECT count(*) AS recorded FROM webhook_idem.events WHERE source = 'bad';
 SELECT count(*) AS handler_runs FROM bad_runs;
 

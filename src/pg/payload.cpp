@@ -15,6 +15,9 @@ ParseJsonBody(const char *body, int len, const char **detail)
 	ResourceOwner owner = CurrentResourceOwner;
 	Jsonb	   *volatile result = NULL;
 	const char *volatile why = NULL;
+	/* A byte order mark before the text is ignored, as RFC 8259 lets a
+	 * parser do (jsonb_in refuses it as a token it cannot see). */
+	const int	bom = len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 
 	*detail = NULL;
 	/* NUL bytes and broken sequences are refused before any parsing. */
@@ -34,10 +37,10 @@ ParseJsonBody(const char *body, int len, const char **detail)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		char	   *text = (char *) pg_any_to_server(body, len, PG_UTF8);
+		char	   *text = (char *) pg_any_to_server(body + bom, len - bom, PG_UTF8);
 
-		if (text == body)
-			text = pnstrdup(body, len);
+		if (text == body + bom)
+			text = pnstrdup(body + bom, len - bom);
 		result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -69,7 +72,7 @@ ParseJsonBody(const char *body, int len, const char **detail)
 bool
 LooksLikeJson(const char *data, int len)
 {
-	int			i = 0;
+	int			i = len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 
 	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
 		i++;
