@@ -14,6 +14,7 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/resowner.h"
 }
 
 /* How many (database, source) pairs are counted; later ones are not. */
@@ -249,16 +250,38 @@ SnapshotCounts(int *n_out)
 	return out;
 }
 
-static bool wake_at_commit = false;
+static bool wake_at_commit = false;	/* this transaction queued work */
+static bool wake_after_locks = false;	/* it committed: wake once its locks are gone */
 static bool xact_callback_registered = false;
 
-/* At commit, wakes the workers if this transaction queued work and no
- * wake-up is pending already; at abort, forgets it. */
+/* At commit, notes that the workers are to be woken (if this transaction
+ * queued work) once the transaction's locks are released; at abort,
+ * forgets it. */
 static void
 WakeOnCommit(XactEvent event, void *)
 {
-	if (event == XACT_EVENT_COMMIT && wake_at_commit && shared != NULL &&
-		shared->worker_db == MyDatabaseId &&
+	if (event == XACT_EVENT_COMMIT && wake_at_commit)
+		wake_after_locks = true;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		wake_at_commit = false;
+}
+
+/*
+ * Once a committed transaction that queued work has released its locks,
+ * wakes the workers, unless a wake-up is pending already. Not at the
+ * commit callback: PostgreSQL calls it before the locks go, and a worker
+ * woken then found the new event's claim lock still held, passed over the
+ * event, and slept until its idle timeout (a second) before taking it.
+ */
+static void
+WakeAfterLocks(ResourceReleasePhase phase, bool is_commit, bool is_top_level, void *)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level || !wake_after_locks)
+		return;
+	wake_after_locks = false;
+	if (is_commit && shared != NULL && shared->worker_db == MyDatabaseId &&
 		pg_atomic_exchange_u32(&shared->wakeup, 1) == 0)
 	{
 		for (int i = 0; i < WI_MAX_WORKERS; i++)
@@ -269,10 +292,6 @@ WakeOnCommit(XactEvent event, void *)
 				SetLatch(latch);
 		}
 	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
-		event == XACT_EVENT_PREPARE)
-		wake_at_commit = false;
 }
 
 void
@@ -283,6 +302,7 @@ WakeWorkersAtCommit(void)
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(WakeOnCommit, NULL);
+		RegisterResourceReleaseCallback(WakeAfterLocks, NULL);
 		xact_callback_registered = true;
 	}
 	wake_at_commit = true;
