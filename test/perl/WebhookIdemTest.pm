@@ -10,7 +10,20 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(start_node workers_running worker_pids close_session);
+our @EXPORT = qw(start_node workers_running worker_pids close_session $LOGGING_HANDLER);
+
+# SQL that creates the extension, a table applied_log(event_id) and a
+# handler on_event(jsonb) that logs each committed run there (a double
+# application shows as two rows) and returns {"applied": <id>}.
+our $LOGGING_HANDLER = q{
+CREATE EXTENSION webhook_idem;
+CREATE TABLE applied_log (event_id text NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO applied_log VALUES (p->>'id');
+  RETURN jsonb_build_object('applied', p->>'id');
+END $$;
+};
 
 # A cluster named $name, initialised in UTF8 with the C locale, with $conf
 # (if given) appended to its postgresql.conf, started.

@@ -25,16 +25,9 @@ wal_writer_delay = '10s'
 wal_writer_flush_after = 0
 autovacuum = off
 });
+$node->safe_psql('postgres', $LOGGING_HANDLER);
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION webhook_idem;
-CREATE TABLE applied_log (event_id text NOT NULL);
-CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO applied_log VALUES (p->>'id');
-  RETURN jsonb_build_object('ok', p->>'id');
-END
-$$;
 SELECT FROM webhook_idem.register_source(source => 'dd', scheme => 'none', mode => 'async',
   handler => 'on_event(jsonb)'::regprocedure, max_attempts => 3);
 });

@@ -35,15 +35,9 @@ my $standby = PostgreSQL::Test::Cluster->new('standby1');
 $standby->init_from_backup($primary, 'base', has_streaming => 1);
 $standby->start;
 
+$primary->safe_psql('postgres', $LOGGING_HANDLER);
 $primary->safe_psql(
 	'postgres', q{
-CREATE EXTENSION webhook_idem;
-CREATE TABLE applied_log (event_id text NOT NULL);
-CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO applied_log VALUES (p->>'id');
-  RETURN jsonb_build_object('applied', p->>'id');
-END $$;
 SELECT webhook_idem.register_source('ss', 'none', handler => 'on_event(jsonb)', mode => 'async');
 });
 $primary->wait_for_catchup($standby);
