@@ -158,9 +158,18 @@ LockEventsRelation(LOCKMODE mode)
 		 * a table dropped (and perhaps created again) while this waited
 		 * for it has a new OID, or none. */
 		LockRelationOid(relid, mode);
-		if (EventsRelid() == relid && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-			return relid;
-		UnlockRelationOid(relid, mode);
+		if (EventsRelid() != relid)
+		{
+			/* Created again meanwhile: that one is locked instead. */
+			UnlockRelationOid(relid, mode);
+			continue;
+		}
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation \"webhook_idem.events\" does not exist"),
+					 errdetail("The extension was dropped while this call waited for it.")));
+		return relid;
 	}
 }
 
