@@ -25,9 +25,7 @@
 #include "pg/queue.h"
 
 extern "C" {
-#include "catalog/namespace.h"
 #include "commands/extension.h"
-#include "nodes/makefuncs.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_check_forward);
 PG_FUNCTION_INFO_V1(webhook_idem_forward_pending);
@@ -66,20 +64,11 @@ ForwardingInvalidated(Datum, Oid relid)
 		fw_stale = true;
 }
 
-/* The extension's schema, or InvalidOid. */
-static Oid
-RelayNamespace(void)
-{
-	return get_namespace_oid("webhook_idem", true);
-}
-
 /* True if this database's webhook_idem has the relay (0.2.0's SQL). */
 static bool
 RelayInstalled(void)
 {
-	Oid			nsp = RelayNamespace();
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("forwards", nsp));
+	return OidIsValid(ExtensionTableRelid("forwards"));
 }
 
 /* Reads the names of the sources with forward_to, with the latest
@@ -90,8 +79,7 @@ static void
 LoadForwarding(void)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			nsp = RelayNamespace();
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("sources", nsp) : InvalidOid;
+	Oid			relid = ExtensionTableRelid("sources");
 	bool		trusted;
 	int			rc;
 
@@ -610,8 +598,7 @@ ForwardStep(Oid pg_net, int max)
 	/* The writers' lock on forwards before it is read (as
 	 * LockEventsForWrite does for events): rows read FOR UPDATE and then
 	 * updated would otherwise deadlock with a plain REINDEX. */
-	(void) RangeVarGetRelid(makeRangeVar((char *) "webhook_idem", (char *) "forwards", -1),
-							RowExclusiveLock, false);
+	LockExtensionTableForWrite("forwards");
 	epoch = RelayEpoch(pg_net);
 	settled = SettleSent(epoch, max);
 

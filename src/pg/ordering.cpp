@@ -71,28 +71,14 @@ static const Preset presets[] = {
 bool
 OrderingInstalled(void)
 {
-	Oid			ns = get_namespace_oid("webhook_idem", true);
-
-	return OidIsValid(ns) && OidIsValid(get_relname_relid("event_order", ns));
+	return OidIsValid(ExtensionTableRelid("event_order"));
 }
 
 void
 LockOrderForWrite(void)
 {
-	static const char *const tables[] = {"event_order", "entity_versions"};
-	Oid			ns = get_namespace_oid("webhook_idem", true);
-
-	if (!OidIsValid(ns))
-		return;
-	for (int i = 0; i < (int) lengthof(tables); i++)
-	{
-		Oid			relid = get_relname_relid(tables[i], ns);
-
-		/* (Only locked: the statements that use them resolve them by
-		 * name, which a table dropped meanwhile makes a clear error.) */
-		if (OidIsValid(relid))
-			LockRelationOid(relid, RowExclusiveLock);
-	}
+	LockExtensionTableForWrite("event_order");
+	LockExtensionTableForWrite("entity_versions");
 }
 
 /* Checks one rule's text: a JSON path or 'header:<Name>' (setting names it). */

@@ -136,6 +136,25 @@ EventsRelid(void)
 }
 
 Oid
+ExtensionTableRelid(const char *name)
+{
+	Oid			ns = get_namespace_oid("webhook_idem", true);
+
+	return OidIsValid(ns) ? get_relname_relid(name, ns) : InvalidOid;
+}
+
+void
+LockExtensionTableForWrite(const char *name)
+{
+	Oid			relid = ExtensionTableRelid(name);
+
+	/* (Only locked: the statements that use it resolve it by name, which
+	 * a table dropped meanwhile makes a clear error.) */
+	if (OidIsValid(relid))
+		LockRelationOid(relid, RowExclusiveLock);
+}
+
+Oid
 LockEventsRelation(LOCKMODE mode)
 {
 	for (;;)

@@ -138,6 +138,16 @@ Oid			EventsSeqRelid(void);
  * 42P01 if there is none any more, never a lookup of a stale OID). */
 Oid			LockEventsRelation(LOCKMODE mode);
 
+/* The OID of the extension's relation name, looked up by name now, or
+ * InvalidOid if there is none (a database still on 0.1.0's SQL, or
+ * without the extension). */
+Oid			ExtensionTableRelid(const char *name);
+
+/* The writers' lock (RowExclusiveLock) on the extension's table name, if
+ * it exists, as LockEventsForWrite takes it on events and for the same
+ * reason. */
+void		LockExtensionTableForWrite(const char *name);
+
 /* The lock every call that may write webhook_idem.events takes on it
  * before it reads it: RowExclusiveLock, as an UPDATE's parse takes it
  * before its scan. A call that read the table under a weaker lock and then
