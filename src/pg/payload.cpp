@@ -8,6 +8,13 @@
 
 #include "utils/fmgrprotos.h"
 
+/* The length of the UTF-8 byte order mark data starts with: 3, or 0. */
+static int
+BomLength(const char *data, int len)
+{
+	return len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+}
+
 Jsonb *
 ParseJsonBody(const char *body, int len, const char **detail)
 {
@@ -17,7 +24,7 @@ ParseJsonBody(const char *body, int len, const char **detail)
 	const char *volatile why = NULL;
 	/* A byte order mark before the text is ignored, as RFC 8259 lets a
 	 * parser do (jsonb_in refuses it as a token it cannot see). */
-	const int	bom = len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	const volatile int bom = BomLength(body, len);
 
 	*detail = NULL;
 	/* NUL bytes and broken sequences are refused before any parsing. */
@@ -72,7 +79,7 @@ ParseJsonBody(const char *body, int len, const char **detail)
 bool
 LooksLikeJson(const char *data, int len)
 {
-	int			i = len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	int			i = BomLength(data, len);
 
 	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
 		i++;
