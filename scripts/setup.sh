@@ -9,6 +9,7 @@ packages=(
   postgresql-15 postgresql-contrib postgresql-server-dev-15 postgresql-15-cron
   libssl-dev libipc-run-perl make g++ clang libclang-rt-14-dev
   libgtest-dev libbenchmark-dev libpq-dev python3-psycopg2 curl openssl nodejs
+  postgresql-plperl-15 postgresql-plpython3-15  # handlers in PL/Perl and PL/Python (test handler_languages)
   libcurl4-openssl-dev   # builds pg_net for the relay suite (scripts/pg_net.sh)
   liblz4-dev libzstd-dev libkrb5-dev  # to build Citus for the scale-out suite (scripts/citus.sh)
 )

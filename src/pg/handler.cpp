@@ -26,7 +26,14 @@ static const WiCurrentEvent *current_event = NULL;
  * cursor when its function returns, and a subtransaction's commit hands
  * its portals to the caller's transaction: the caller could FETCH rows
  * read with the handler owner's rights (a security-restricted operation
- * already refuses WITH HOLD). Portals are found among the children of
+ * already refuses WITH HOLD). PL/Perl's spi_query and PL/Python's cursors
+ * pin their portal until it is read to the end or closed: one left open
+ * also made the caller's COMMIT fail ("cannot commit while a portal is
+ * pinned"), every delivery of the source with it. Those are unpinned and
+ * dropped too: both languages find a cursor by its portal's name on every
+ * use, so a handle the language kept (PL/Python's GD) then reads as
+ * closed. The handler has returned, so nothing of it runs a portal it
+ * made (an active one is left alone). Portals are found among the children of
  * PostgreSQL's portal memory context (each portal's context carries its
  * name), the one place that lists them all; those of the caller stay.
  */
@@ -59,12 +66,16 @@ CloseHandlerPortals(void)
 			Portal		p = c->ident != NULL ? GetPortalByName(c->ident) : NULL;
 
 			if (p != NULL && p->portalContext == c && p->createSubid == mine &&
-				!p->portalPinned && p->status != PORTAL_ACTIVE)
+				p->status != PORTAL_ACTIVE)
 				found[n++] = p;
 		}
 		/* Dropped once the walk is over: a drop frees contexts. */
 		for (int i = 0; i < n; i++)
+		{
+			if (found[i]->portalPinned)
+				UnpinPortal(found[i]);
 			PortalDrop(found[i], false);
+		}
 	} while (n == 16);
 }
 

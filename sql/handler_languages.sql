@@ -1,0 +1,77 @@
+-- Handlers in PL/Perl and PL/Python: what PL/pgSQL's tests (handler_hardening)
+-- cannot show. Both languages pin the portal of a cursor the handler opens
+-- (spi_query, plpy.cursor) until it is read to the end or closed; left open,
+-- a pinned portal outlived the handler: the caller could FETCH rows read
+-- with the handler owner's rights, and the caller's COMMIT failed ("cannot
+-- commit while a portal is pinned"), so the delivery was lost and every
+-- retry of it failed the same way. The handler's cursors end with it.
+\i sql/include/helpers.sql
+CREATE EXTENSION plperl;
+CREATE EXTENSION plpython3u;
+CREATE ROLE hl_admin NOLOGIN IN ROLE webhook_idem_admin;
+CREATE ROLE hl_http NOLOGIN IN ROLE webhook_idem_receiver;
+CREATE SCHEMA hl AUTHORIZATION hl_admin;
+GRANT USAGE ON SCHEMA hl TO PUBLIC;
+SET ROLE hl_admin;
+CREATE TABLE hl.secret (card text);
+INSERT INTO hl.secret VALUES ('4111-0000'), ('5500-0000');
+-- PL/Perl (trusted: the admin writes it): the cursor is read once, not closed.
+CREATE FUNCTION hl.perl_leaves(p jsonb) RETURNS jsonb LANGUAGE plperl AS $$
+  my $c = spi_query("SELECT card FROM hl.secret ORDER BY card");
+  my $r = spi_fetchrow($c);
+  return '{"first": "' . $r->{card} . '"}';
+$$;
+SELECT source FROM webhook_idem.register_source('hl_perl', 'none', handler => 'hl.perl_leaves(jsonb)');
+SELECT source FROM webhook_idem.register_source('hl_perl_a', 'none', handler => 'hl.perl_leaves(jsonb)',
+                                                mode => 'async');
+RESET ROLE;
+-- PL/Python (untrusted: a superuser writes it, and the source runs it as
+-- its owner): the cursor is kept in GD, where a later run finds it.
+CREATE FUNCTION hl.py_leaves(p jsonb) RETURNS jsonb LANGUAGE plpython3u AS $$
+import json
+old = GD.get('cursor')
+if old is not None:
+    try:
+        old.fetch(1)
+        left = 'readable'
+    except Exception as e:
+        left = type(e).__name__
+else:
+    left = None
+c = plpy.cursor("SELECT card FROM hl.secret ORDER BY card")
+GD['cursor'] = c
+return json.dumps({"first": c.fetch(1)[0]['card'], "earlier cursor": left})
+$$;
+SELECT source FROM webhook_idem.register_source('hl_py', 'none', handler => 'hl.py_leaves(jsonb)');
+
+-- 1. In the caller's transaction: no cursor of the handler's is left, the
+--    caller's own stays, and COMMIT commits.
+BEGIN;
+SET LOCAL ROLE hl_http;
+DECLARE mine CURSOR FOR SELECT 'the caller''s own' AS x;
+SELECT status, result FROM webhook_idem.apply_event('hl_perl', convert_to('{"id": "p1"}', 'UTF8'));
+SELECT status, result FROM webhook_idem.apply_event('hl_py', convert_to('{"id": "y1"}', 'UTF8'));
+SELECT name FROM pg_cursors ORDER BY name;
+SELECT pg_temp.err('FETCH ALL FROM "<unnamed portal 1>"');
+FETCH mine;
+COMMIT;
+-- 2. In autocommit, as a receiver calls it; the earlier run's cursor, kept
+--    by the language, is gone (an error the handler sees, not a crash).
+SET ROLE hl_http;
+SELECT status, result FROM webhook_idem.apply_event('hl_perl', convert_to('{"id": "p2"}', 'UTF8'));
+SELECT status, result FROM webhook_idem.apply_event('hl_py', convert_to('{"id": "y2"}', 'UTF8'));
+RESET ROLE;
+-- 3. A worker's call: each event in its own subtransaction, then COMMIT.
+SELECT status FROM webhook_idem.apply_event('hl_perl_a', convert_to('{"id": "a1"}', 'UTF8'));
+SELECT status FROM webhook_idem.apply_event('hl_perl_a', convert_to('{"id": "a2"}', 'UTF8'));
+BEGIN;
+SELECT webhook_idem.process_pending('hl_perl_a') AS processed;
+SELECT count(*) AS cursors_left FROM pg_cursors;
+COMMIT;
+SELECT source, event_id, status, result FROM webhook_idem.events WHERE source LIKE 'hl%' ORDER BY id;
+
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py']) s;
+DROP SCHEMA hl CASCADE;
+DROP ROLE hl_admin, hl_http;
+DROP EXTENSION plpython3u;
+DROP EXTENSION plperl;
