@@ -102,9 +102,15 @@ SELECT status, http_status, length(result->0->>'event_id') AS id_length
 SELECT status FROM pg_temp.send('[{"id":   "s1"}]', 'bt_sha');  -- same JSON, other spacing
 
 -- items_from must be a JSON path, checked at registration and where used:
--- a header rule cannot tell items apart.
+-- a header rule cannot tell items apart, given or the scheme's default
+-- (none's and hmac's is header X-Webhook-ID): refused at registration,
+-- nothing written, not left to fail every delivery.
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => 'events')$$);
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => '$.[')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'none', items_from => '$.events[*]')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'hmac', ARRAY['k'], items_from => '$[*]', event_id_from => 'header:X-Id')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_bad', 'sendgrid', ARRAY['MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=='], event_id_from => 'header:X-Id')$$);
+SELECT count(*) AS registered FROM webhook_idem.sources WHERE source = 'bt_bad';
 UPDATE webhook_idem.sources SET items_from = 'nope' WHERE source = 'bt';
 SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
 UPDATE webhook_idem.sources SET items_from = '$.events[*]', event_id_from = 'header:X-Id' WHERE source = 'bt';
@@ -126,7 +132,7 @@ UPDATE webhook_idem.sources SET items_from = '$.events[*]', event_id_from = '$.i
 SELECT status, http_status, detail FROM pg_temp.send('{"events": [{"id": "k"}]}');
 UPDATE webhook_idem.sources SET event_id_from = '$.id' WHERE source = 'bt';
 -- Filters, methods and like_regex are fine.
-SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_ok', 'none', items_from => '$.events[*] ? (@.type like_regex "^charge" && @.n.size() > 0)')$$);
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('bt_ok', 'none', items_from => '$.events[*] ? (@.type like_regex "^charge" && @.n.size() > 0)', event_id_from => '$.id')$$);
 SELECT webhook_idem.drop_source('bt_ok');
 
 -- The method reaches verification (verify_signature takes it too).

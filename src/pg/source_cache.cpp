@@ -335,6 +335,22 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryConte
 				 errhint("Use 'header:<Name>', a JSON path such as '$.data.id', or 'sha256'.")));
 }
 
+/*
+ * A batch's items each need an event id of their own: the source's rule
+ * (event_id_from, else its scheme's) must be a JSON path within the item or
+ * 'sha256' of it; a header is one for the whole request. Raised (22023) by
+ * register_source (_check_source_config) and wherever the row is loaded.
+ */
+void
+CheckBatchEventIdRule(bool batched, const WiEventIdRule *primary)
+{
+	if (batched && primary->kind == WI_EVENT_ID_HEADER)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event_id_from \"%s\" cannot tell a batch's items apart", primary->text),
+				 errhint("In a batch, event_id_from is a JSON path within each item, or 'sha256' of the item.")));
+}
+
 /* The columns LoadSource reads, in order. */
 enum
 {
@@ -404,11 +420,7 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	}
 	else
 		src->items_path = SchemeItemsPath(src->scheme);
-	if (src->items_path != NULL && src->id_primary.kind == WI_EVENT_ID_HEADER)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("event_id_from \"%s\" cannot tell a batch's items apart", src->id_primary.text),
-				 errhint("In a batch, event_id_from is a JSON path within each item, or 'sha256' of the item.")));
+	CheckBatchEventIdRule(src->items_path != NULL, &src->id_primary);
 	{
 		/* Ordering, by the rule register_source applies (_check_ordering);
 		 * payload_retention is used by purge(), checked here as there. */

@@ -364,8 +364,9 @@ webhook_idem_verify_signature(PG_FUNCTION_ARGS)
 }
 
 /*
- * webhook_idem._check_source_config(scheme, secrets, options, event_id_from):
- * raises if register_source was given something that cannot work.
+ * webhook_idem._check_source_config(scheme, secrets, options, event_id_from,
+ * items_from): raises if register_source was given something that cannot
+ * work, by the rules the source cache applies to a loaded row.
  */
 extern "C" Datum
 webhook_idem_check_source_config(PG_FUNCTION_ARGS)
@@ -385,6 +386,12 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 					   &verify_token, CurrentMemoryContext);
 	if (!PG_ARGISNULL(3))
 		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, false, CurrentMemoryContext);
+	else
+		ParseEventIdRule(scheme->event_id.primary, &rule, true, CurrentMemoryContext);
+	/* 0.2.0's form also takes items_from (0.1.0's, four arguments, still
+	 * serves a database not yet updated). */
+	if (PG_NARGS() > 4)
+		CheckBatchEventIdRule(!PG_ARGISNULL(4) || SchemeItemsPath(scheme) != NULL, &rule);
 	PG_RETURN_VOID();
 }
 

@@ -124,6 +124,10 @@ bool		SourceCacheTrusted(void);
 void		ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict,
 							 MemoryContext cxt);
 
+/* Raises 22023 if a batched source's event id rule (primary) is a header,
+ * which cannot tell its items apart. */
+void		CheckBatchEventIdRule(bool batched, const WiEventIdRule *primary);
+
 /* The role that owns the extension's objects: apply_event's own work runs
  * with its rights. Reads pending invalidations first, so that this and the
  * OIDs below follow a DROP/CREATE EXTENSION committed by another session. */

@@ -128,8 +128,11 @@ CREATE FUNCTION webhook_idem._check_ordering(entity_from text, order_by text)
 COMMENT ON FUNCTION webhook_idem._check_ordering(text, text)
   IS 'Raises 22023 unless entity_from and order_by (both may be NULL) can order a source''s events';
 
--- Refuses a scheme, secrets, options or event_id_from that cannot work.
-CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb, event_id_from text)
+-- Refuses a scheme, secrets, options, event_id_from or items_from that
+-- cannot work (a batch's items need an id rule within each item); the
+-- source cache applies the same C rules to a loaded row.
+CREATE FUNCTION webhook_idem._check_source_config(scheme text, secrets text[], options jsonb,
+                                                  event_id_from text, items_from text)
   RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_source_config';
 
 CREATE FUNCTION webhook_idem.register_source(
@@ -185,11 +188,11 @@ BEGIN
     RAISE EXCEPTION 'retention must be zero or positive' USING ERRCODE = 'invalid_parameter_value';
   END IF;
 
+  PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
   PERFORM webhook_idem._check_source_config(register_source.scheme, register_source.secrets,
                                             coalesce(register_source.options, '{}'),
-                                            register_source.event_id_from);
+                                            register_source.event_id_from, register_source.items_from);
   PERFORM webhook_idem._check_search_path(coalesce(register_source.handler_search_path, ''));
-  PERFORM webhook_idem._check_json_path('items_from', register_source.items_from);
   -- Ordering: the C rule the source cache applies to a loaded row too.
   PERFORM webhook_idem._check_ordering(register_source.entity_from, register_source.order_by);
   IF register_source.payload_retention < interval '0' THEN

@@ -37,7 +37,7 @@ GRANT EXECUTE ON FUNCTION
     webhook_idem.drop_source(text, boolean),
     webhook_idem.replay(text, text, boolean),
     webhook_idem.purge(interval, integer),
-    webhook_idem._check_source_config(text, text[], jsonb, text),
+    webhook_idem._check_source_config(text, text[], jsonb, text, text),
     webhook_idem._check_ordering(text, text)
   TO webhook_idem_admin;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_search_path(text) TO webhook_idem_admin;
