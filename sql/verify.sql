@@ -57,6 +57,10 @@ SELECT age_s, webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], conver
 SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], convert_to(:'body', 'UTF8'),
          jsonb_build_object('Stripe-Signature', pg_temp.stripe_sig(:'body', 'whsec_abc', 1767225600)),
          at => timestamptz :at + interval '10 years', tolerance => interval '0') AS tolerance_zero;
+-- A negative tolerance is refused, as register_source refuses it (it would
+-- refuse every timestamp, whatever the signature).
+SELECT pg_temp.err($$SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], '{}', '{}',
+         tolerance => interval '-5 minutes')$$) AS negative_tolerance;
 -- A stale timestamp with a wrong signature is a mismatch: the signature is checked first.
 SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_other'], convert_to(:'body', 'UTF8'),
          jsonb_build_object('Stripe-Signature', pg_temp.stripe_sig(:'body', 'whsec_abc', 1767225600)),

@@ -352,6 +352,12 @@ webhook_idem_verify_signature(PG_FUNCTION_ARGS)
 	args.method = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? text_to_cstring(PG_GETARG_TEXT_PP(8)) : "POST";
 	args.now_usec = TimestampToUnixMicros(PG_GETARG_TIMESTAMPTZ(5));
 	args.tolerance_usec = IntervalToMicros(PG_GETARG_INTERVAL_P(6));
+	/* As a source's tolerance (its column's CHECK): a negative one would
+	 * refuse every timestamp, whatever the signature. */
+	if (args.tolerance_usec < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tolerance must be zero or positive")));
 	args.items_path = SchemeItemsPath(scheme);
 	if (SchemeReadsBody(scheme))
 	{
