@@ -168,17 +168,24 @@ SELECT source FROM webhook_idem.register_source('q_switch', 'none', handler => '
 SELECT source FROM webhook_idem.register_source('q_switch2', 'none', handler => 'q.on_event(jsonb)');
 SELECT source FROM webhook_idem.register_source('q_switch3', 'none', handler => 'q.on_event(jsonb)',
                                                 mode => 'async');
+SELECT source FROM webhook_idem.register_source('q_switch4', 'none', handler => 'q.on_event(jsonb)');
 SELECT status FROM webhook_idem.apply_event('q_switch', '{"id": "w1"}');
 SELECT status FROM webhook_idem.apply_event('q_switch2', '{"id": "w2"}');
+SELECT status FROM webhook_idem.apply_event('q_switch4', '{"id": "w4"}');
 SELECT event_id, status, next_attempt_at IS NULL AS no_retry_time
-  FROM webhook_idem.events WHERE event_id IN ('w1', 'w2') ORDER BY 1;
+  FROM webhook_idem.events WHERE event_id IN ('w1', 'w2', 'w4') ORDER BY 1;
 DELETE FROM q.flags;
--- Switched by register_source, and by a direct UPDATE of the row.
+-- Switched by register_source, by a direct UPDATE of the row, and by one
+-- under session_replication_role = replica (as logical replication's apply
+-- writes the row): the trigger fires always, as those of the cache do.
 SELECT source, mode FROM webhook_idem.register_source('q_switch', 'none', handler => 'q.on_event(jsonb)',
                                                       mode => 'async');
 UPDATE webhook_idem.sources SET mode = 'async' WHERE source = 'q_switch2';
+SET session_replication_role = replica;
+UPDATE webhook_idem.sources SET mode = 'async' WHERE source = 'q_switch4';
+RESET session_replication_role;
 SELECT event_id, status, next_attempt_at <= now() AS due
-  FROM webhook_idem.events WHERE event_id IN ('w1', 'w2') ORDER BY 1;
+  FROM webhook_idem.events WHERE event_id IN ('w1', 'w2', 'w4') ORDER BY 1;
 -- A stranded failed event of an async source (however it got so) is made
 -- due by its next delivery, which answers queued.
 SELECT status FROM webhook_idem.apply_event('q_switch3', '{"id": "w3"}');
@@ -186,5 +193,5 @@ UPDATE webhook_idem.events SET status = 'failed', next_attempt_at = NULL WHERE e
 SELECT status, http_status FROM webhook_idem.apply_event('q_switch3', '{"id": "w3"}');
 SELECT event_id, next_attempt_at <= now() AS due FROM webhook_idem.events WHERE event_id = 'w3';
 SELECT webhook_idem.process_pending('q_switch') + webhook_idem.process_pending('q_switch2')
-       + webhook_idem.process_pending('q_switch3') AS processed;
-SELECT event_id, status FROM webhook_idem.events WHERE event_id IN ('w1', 'w2', 'w3') ORDER BY 1;
+       + webhook_idem.process_pending('q_switch3') + webhook_idem.process_pending('q_switch4') AS processed;
+SELECT event_id, status FROM webhook_idem.events WHERE event_id IN ('w1', 'w2', 'w3', 'w4') ORDER BY 1;

@@ -226,3 +226,6 @@ CREATE TRIGGER sources_became_async_on_insert AFTER INSERT ON webhook_idem.sourc
 CREATE TRIGGER sources_became_async_on_update AFTER UPDATE OF mode ON webhook_idem.sources
   FOR EACH ROW WHEN (NEW.mode = 'async' AND OLD.mode IS DISTINCT FROM NEW.mode)
   EXECUTE FUNCTION webhook_idem._source_became_async();
+-- Whatever writes the row (logical replication's apply runs as replica).
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER sources_became_async_on_insert;
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER sources_became_async_on_update;

@@ -143,6 +143,8 @@ BEGIN
   EXECUTE format('CREATE TRIGGER sources_became_async_on_update AFTER UPDATE OF mode ON webhook_idem.sources'
                  ' FOR EACH ROW WHEN (NEW.mode = ''async'' AND OLD.mode IS DISTINCT FROM NEW.mode)'
                  ' EXECUTE FUNCTION webhook_idem.%I()', '_source_became_async' || suffix);
+  ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER sources_became_async_on_insert;
+  ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER sources_became_async_on_update;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem._point_triggers(boolean)
