@@ -263,7 +263,7 @@ BEGIN
   IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
     RAISE EXCEPTION 'source "%" has % unfinished event(s)', drop_source.source, unfinished
       USING ERRCODE = 'object_in_use',
-            HINT = 'Apply, replay or purge them first, or call drop_source(source, force => true).';
+            HINT = 'Let them be applied first (replay() the dead and failed ones), or call drop_source(source, force => true) to delete them with the source; purge() removes only finished events.';
   END IF;
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
   DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
