@@ -9,7 +9,8 @@
 # was killed mid-handler (kill -9:
 # the claim was committed before the handler ran) and apply the event once
 # after the restart, and come back after a server restart. metrics() shows
-# the counters kept in shared memory.
+# the counters kept in shared memory. A PL/Perl handler's open cursor does
+# not fail the worker's commit.
 
 use strict;
 use warnings;
@@ -274,6 +275,34 @@ like($metrics, qr/^webhook_idem_dead_letters\{source="bg"\} 2$/m, 'dead letters'
 like($metrics, qr/^webhook_idem_handler_seconds_count\{source="bg"\} [1-9]\d*$/m, 'handler runs counted');
 like($metrics, qr/^webhook_idem_handler_seconds_sum\{source="bg"\} \d+\.\d+$/m, 'handler time summed');
 like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
+
+# 8. A PL/Perl handler that leaves a cursor open (spi_query read once):
+# its pinned portal ends with the handler, so the worker's commit commits
+# (it failed with "cannot commit while a portal is pinned", and every
+# attempt with it, until the events were dead).
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION plperl;
+CREATE FUNCTION perl_on_event(p jsonb) RETURNS jsonb LANGUAGE plperl AS $$
+  my $c = spi_query("SELECT g FROM generate_series(1, 3) g");
+  my $r = spi_fetchrow($c);
+  return '{"first": ' . $r->{g} . '}';
+$$;
+SELECT FROM webhook_idem.register_source(source => 'bg_perl', scheme => 'none', mode => 'async',
+  handler => 'perl_on_event(jsonb)'::regprocedure, max_attempts => 3, backoff => '100 milliseconds');
+SELECT webhook_idem.apply_event('bg_perl', convert_to(format('{"id": "perl_%s"}', i), 'UTF8'))
+  FROM generate_series(1, 3) i;
+});
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 3 FROM webhook_idem.events WHERE source = 'bg_perl' AND status IN ('applied', 'dead')"),
+	'the PL/Perl source is drained');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(status || ' ' || attempts || ' ' || result::text, ', ' ORDER BY id)"
+		  . " FROM webhook_idem.events WHERE source = 'bg_perl'"),
+	'applied 1 {"first": 1}, applied 1 {"first": 1}, applied 1 {"first": 1}',
+	'each applied at its first attempt: the open cursor did not fail the commit');
 
 $node->stop;
 done_testing();
