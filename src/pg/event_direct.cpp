@@ -422,15 +422,26 @@ typedef struct AttemptChange
 	Jsonb	   *result;
 	const char *last_error;
 	bool		delivery;
+	int32		attempts_base;	/* of the row the attempt began from */
 } AttemptChange;
 
-/* Sets what RecordAttempt's UPDATE sets when no retry time is due. */
+/*
+ * Sets what RecordAttempt's UPDATE sets when no retry time is due. A sync
+ * retry runs its handler under the claim lock, not the row lock, and
+ * replay() takes neither: an event replayed while the attempt ran (its
+ * attempts_base moved) has the attempt counted against the fresh budget,
+ * and an attempt that did not apply it leaves it failed and as due as the
+ * replay made it, for the workers, instead of dead or stranded by the
+ * budget the attempt began with. (Applied is applied; stale is final.)
+ */
 static void
 ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 {
 	const AttemptChange *c = (const AttemptChange *) arg;
+	bool		replayed = DatumGetInt32(values[a[COL_ATTEMPTS_BASE] - 1]) != c->attempts_base &&
+		(c->status == WI_FAILED || c->status == WI_DEAD);
 
-	values[a[COL_STATUS] - 1] = EventStatusGetDatum(c->status);
+	values[a[COL_STATUS] - 1] = EventStatusGetDatum(replayed ? WI_FAILED : c->status);
 	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(c->attempts);
 	values[a[COL_RESULT] - 1] = c->result ? JsonbPGetDatum(c->result) : (Datum) 0;
 	nulls[a[COL_RESULT] - 1] = c->result == NULL;
@@ -443,7 +454,8 @@ ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 	values[a[COL_APPLIED_AT] - 1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	nulls[a[COL_APPLIED_AT] - 1] = c->status != WI_APPLIED;
 	nulls[a[COL_LEASE_UNTIL] - 1] = true;
-	nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
+	if (!replayed)
+		nulls[a[COL_NEXT_ATTEMPT_AT] - 1] = true;
 }
 
 bool
@@ -452,7 +464,7 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 {
 	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR,
 	COL_DELIVERIES, COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
-	AttemptChange c = {status, attempts, result, last_error, delivery};
+	AttemptChange c = {status, attempts, result, last_error, delivery, row->attempts_base};
 	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c};
 
 	return UpdateEventDirect(row, &change, NULL);
