@@ -19,6 +19,7 @@
 #include "pg/event_store.h"
 
 #include "pg/distribute.h"
+#include "pg/queue.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -425,21 +426,14 @@ typedef struct AttemptChange
 	int32		attempts_base;	/* of the row the attempt began from */
 } AttemptChange;
 
-/*
- * Sets what RecordAttempt's UPDATE sets when no retry time is due. A sync
- * retry runs its handler under the claim lock, not the row lock, and
- * replay() takes neither: an event replayed while the attempt ran (its
- * attempts_base moved) has the attempt counted against the fresh budget,
- * and an attempt that did not apply it leaves it failed and as due as the
- * replay made it, for the workers, instead of dead or stranded by the
- * budget the attempt began with. (Applied is applied; stale is final.)
- */
+/* Sets what RecordAttempt's UPDATE sets when no retry time is due, to the
+ * latest version: an event replayed meanwhile (queue.h) stays due. */
 static void
 ApplyAttempt(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 {
 	const AttemptChange *c = (const AttemptChange *) arg;
-	bool		replayed = DatumGetInt32(values[a[COL_ATTEMPTS_BASE] - 1]) != c->attempts_base &&
-		(c->status == WI_FAILED || c->status == WI_DEAD);
+	bool		replayed = ReplayedMeanwhile(DatumGetInt32(values[a[COL_ATTEMPTS_BASE] - 1]),
+											 c->attempts_base, c->status);
 
 	values[a[COL_STATUS] - 1] = EventStatusGetDatum(replayed ? WI_FAILED : c->status);
 	values[a[COL_ATTEMPTS] - 1] = Int32GetDatum(c->attempts);

@@ -465,26 +465,29 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 			  const char *last_error, bool delivery, const Interval *backoff,
 			  const Interval *retry_in)
 {
-	static const Oid argtypes[8] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-	INTERVALOID, INTERVALOID};
+	static const Oid argtypes[9] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+	INTERVALOID, INTERVALOID, INT4OID};
 	/* The retry rule (queue.h): retry_in if given, else the backoff rule of
 	 * webhook_idem._retry_delay for the failures counted since the last
 	 * replay. */
 	static const char *sql = "UPDATE webhook_idem.events"
-								" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
-								"     last_error = $5,"
+								" SET status = CASE WHEN " WI_REPLAYED_MEANWHILE_SQL("$2", "$9")
+								"                   THEN 'failed' ELSE $2 END::webhook_idem.event_status,"
+								"     attempts = $3, result = $4, last_error = $5,"
 								"     deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "$6") ","
 								"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied'"
 								"                       THEN pg_catalog.clock_timestamp() END,"
 								"     lease_until = NULL,"
-								"     next_attempt_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
+								"     next_attempt_at = CASE WHEN " WI_REPLAYED_MEANWHILE_SQL("$2", "$9")
+								"                            THEN next_attempt_at"
+								"                            WHEN $2 OPERATOR(pg_catalog.=) 'failed'"
 								"                             AND ($7 IS NOT NULL OR $8 IS NOT NULL)"
 								"       THEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
 								"            coalesce($8, webhook_idem._retry_delay($7, " WI_FAILURES_SQL("$3", "attempts_base") ")) END"
 								" WHERE id OPERATOR(pg_catalog.=) $1";
-	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 8, argtypes);
-	Datum		values[11];
-	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\0'};
+	SPIPlanPtr	plan = KeepPlan(&attempt_plan, sql, 9, argtypes);
+	Datum		values[12];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\0'};
 	int			rc;
 
 	/* The relay's outbox, first, whatever path records the attempt (it
@@ -511,6 +514,8 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 	nulls[6] = backoff ? ' ' : 'n';
 	values[7] = retry_in ? IntervalPGetDatum(retry_in) : (Datum) 0;
 	nulls[7] = retry_in ? ' ' : 'n';
+	values[8] = Int32GetDatum(row->attempts_base);	/* the routed form's $12 */
+	values[11] = values[8];
 	if (EventsDistributed())
 	{
 		/*
@@ -518,8 +523,8 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 		 * the jitter of the retry rule): a routed SELECT on the event's
 		 * node works out the times by the same rule, the UPDATE stores them.
 		 */
-		static const Oid routed_types[11] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
-		INTERVALOID, INTERVALOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		static const Oid routed_types[12] = {INT8OID, TEXTOID, INT4OID, JSONBOID, TEXTOID, INT4OID,
+		INTERVALOID, INTERVALOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID};
 		static SPIPlanPtr times_plan = NULL;
 		const char *key = row->event_id ? row->event_id : EventKeyOf(row->id);
 		bool		isnull;
@@ -546,14 +551,16 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 		nulls[10] = isnull ? 'n' : ' ';
 		(void) KeepPlan(&routed_attempt_plan,
 						"UPDATE webhook_idem.events"
-						" SET status = $2::webhook_idem.event_status, attempts = $3, result = $4,"
-						"     last_error = $5,"
+						" SET status = CASE WHEN " WI_REPLAYED_MEANWHILE_SQL("$2", "$12")
+						"                   THEN 'failed' ELSE $2 END::webhook_idem.event_status,"
+						"     attempts = $3, result = $4, last_error = $5,"
 						"     deliveries = " WI_DELIVERIES_PLUS_SQL("deliveries", "$6") ","
 						"     applied_at = CASE WHEN $2 OPERATOR(pg_catalog.=) 'applied' THEN $10 END,"
 						"     lease_until = NULL,"
-						"     next_attempt_at = $11"
+						"     next_attempt_at = CASE WHEN " WI_REPLAYED_MEANWHILE_SQL("$2", "$12")
+						"                            THEN next_attempt_at ELSE $11 END"
 						" WHERE id OPERATOR(pg_catalog.=) $1 AND event_id OPERATOR(pg_catalog.=) $9",
-						11, routed_types);
+						12, routed_types);
 		rc = SPI_execute_plan(routed_attempt_plan, values, nulls, false, 0);
 	}
 	else

@@ -87,6 +87,23 @@ AttemptsExhausted(const WiSource *src, int32 attempts, int32 attempts_base)
 	return AttemptsSinceReplay(attempts, attempts_base) >= src->max_attempts;
 }
 
+/* "Replayed meanwhile": the event was replayed while an attempt that
+ * began from attempts_base began_base ran (a sync retry runs its handler
+ * under the claim lock, not the row lock, and replay() takes neither), and
+ * the attempt did not apply it (failed or dead by the budget it began
+ * with): its record counts it against the fresh budget and leaves the
+ * event failed and as due as the replay made it, for the workers. (Applied
+ * is applied; stale is final.) In SQL, on the row's attempts_base, the
+ * text expression status and the int4 expression base. */
+static inline bool
+ReplayedMeanwhile(int32 attempts_base, int32 began_base, WiEventStatus status)
+{
+	return attempts_base != began_base && (status == WI_FAILED || status == WI_DEAD);
+}
+#define WI_REPLAYED_MEANWHILE_SQL(status, base) \
+	"(attempts_base OPERATOR(pg_catalog.<>) " base " AND " status \
+	" OPERATOR(pg_catalog.=) ANY ('{failed,dead}'::pg_catalog.text[]))"
+
 /* The status a failed attempt leaves: dead once exhausted, else failed. */
 WiEventStatus FailedAttemptStatus(const WiSource *src, int32 attempts, int32 attempts_base);
 
