@@ -68,9 +68,37 @@ BEGIN;
 SELECT webhook_idem.process_pending('hl_perl_a') AS processed;
 SELECT count(*) AS cursors_left FROM pg_cursors;
 COMMIT;
+-- 4. A cursor whose cleanup closes another of the handler's: a PL/Python
+--    generator (run lazily by a PL/pgSQL cursor) holds the only reference
+--    to a pinned plpy cursor; dropping the generator's portal closes that
+--    one too. Both were collected and then dropped: the second drop was of
+--    freed memory (the server crashed, and an in-database worker on every
+--    retry). Portals are now dropped one at a time, the list walked again.
+CREATE FUNCTION hl.mk() RETURNS void LANGUAGE plpython3u AS $$
+GD['b'] = plpy.cursor("SELECT generate_series(1, 10) g")
+$$;
+CREATE FUNCTION hl.gen() RETURNS SETOF int LANGUAGE plpython3u AS $$
+b = GD.pop('b')
+for r in b:
+    yield r['g']
+$$;
+CREATE FUNCTION hl.nested_cursors(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor;
+  x int;
+BEGIN
+  PERFORM hl.mk();
+  OPEN c FOR SELECT hl.gen();
+  FETCH c INTO x;
+  RETURN jsonb_build_object('x', x);
+END $$;
+SELECT source FROM webhook_idem.register_source('hl_nested', 'none', handler => 'hl.nested_cursors(jsonb)');
+SELECT status, result FROM webhook_idem.apply_event('hl_nested', convert_to('{"id": "n1"}', 'UTF8'));
+SELECT status, result FROM webhook_idem.apply_event('hl_nested', convert_to('{"id": "n2"}', 'UTF8'));
+SELECT count(*) AS cursors_left FROM pg_cursors;
 SELECT source, event_id, status, result FROM webhook_idem.events WHERE source LIKE 'hl%' ORDER BY id;
 
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py', 'hl_nested']) s;
 DROP SCHEMA hl CASCADE;
 DROP ROLE hl_admin, hl_http;
 DROP EXTENSION plpython3u;

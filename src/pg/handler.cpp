@@ -47,8 +47,6 @@ CloseHandlerPortals(void)
 	 * fire at COMMIT, or in a fast-path call.) */
 	static MemoryContext portals_cxt = NULL;
 	SubTransactionId mine = GetCurrentSubTransactionId();
-	Portal		found[16];
-	int			n = 0;
 
 	if (portals_cxt == NULL)
 	{
@@ -58,25 +56,33 @@ CloseHandlerPortals(void)
 		if (portals_cxt == NULL)
 			elog(ERROR, "the portal memory context was not found");
 	}
-	do
+	/*
+	 * One at a time, walking the list again after each drop: dropping a
+	 * portal runs its cleanup (ExecutorEnd), which may close others (a
+	 * PL/Python generator's cursor, say) and free their contexts, so no
+	 * portal found before a drop is trusted after it.
+	 */
+	for (;;)
 	{
-		n = 0;
-		for (MemoryContext c = portals_cxt->firstchild; c != NULL && n < 16; c = c->nextchild)
+		Portal		victim = NULL;
+
+		for (MemoryContext c = portals_cxt->firstchild; c != NULL; c = c->nextchild)
 		{
 			Portal		p = c->ident != NULL ? GetPortalByName(c->ident) : NULL;
 
 			if (p != NULL && p->portalContext == c && p->createSubid == mine &&
 				p->status != PORTAL_ACTIVE)
-				found[n++] = p;
+			{
+				victim = p;
+				break;
+			}
 		}
-		/* Dropped once the walk is over: a drop frees contexts. */
-		for (int i = 0; i < n; i++)
-		{
-			if (found[i]->portalPinned)
-				UnpinPortal(found[i]);
-			PortalDrop(found[i], false);
-		}
-	} while (n == 16);
+		if (victim == NULL)
+			break;
+		if (victim->portalPinned)
+			UnpinPortal(victim);
+		PortalDrop(victim, false);
+	}
 }
 
 /* A failed result carrying message. */
@@ -202,6 +208,15 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		invalidations_before = SourceInvalidations();
 		StartHandlerTimer();
 		value = FunctionCallInvoke(fcinfo);
+		if (!fcinfo->isnull && src->handler_returns_jsonb)
+		{
+			MemoryContextSwitchTo(cxt);
+			value_out = DatumGetJsonbPCopy(value);
+		}
+		/* Its result kept, its cursors closed: a cursor's cleanup is the
+		 * handler's code too (a PL/Python generator's, say), run as its
+		 * owner, restricted, under its settings and timer, its event busy. */
+		CloseHandlerPortals();
 		if (StopHandlerTimer())
 		{
 			/* The timer fired, and the handler caught its cancel and went
@@ -213,11 +228,6 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		}
 		CountHandlerRun(src->name, GetCurrentTimestamp() - started);
 		started = 0;			/* counted: an error below counts no second run */
-		if (!fcinfo->isnull && src->handler_returns_jsonb)
-		{
-			MemoryContextSwitchTo(cxt);
-			value_out = DatumGetJsonbPCopy(value);
-		}
 
 		current_event = outer_event;
 		PopAppliedEvents(applied_depth);
@@ -239,7 +249,6 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("source \"%s\" was dropped or made unusable while its handler ran",
 							src->name)));
-		CloseHandlerPortals();
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
