@@ -199,6 +199,11 @@ SELECT source, queued, processing, applied, failed, dead FROM webhook_idem.stats
 SELECT event_id FROM webhook_idem.dead_letters;
 SELECT source FROM webhook_idem.register_source('gone', 'none');
 SELECT webhook_idem.drop_source('gone') AS dropped;
+-- 0.1.0's register_source, on this library, refuses a batching scheme's
+-- source whose id rule is a header (every delivery would be refused).
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('batch_hdr', 'sendgrid',
+  ARRAY['MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=='],
+  event_id_from => 'header:X-Id')$$) AS batch_header_rule;
 SELECT event_id, status, attempts, next_attempt_at IS NOT NULL AS due_later
   FROM webhook_idem.events ORDER BY source, event_id;
 CREATE TABLE public.events_before AS

@@ -61,6 +61,13 @@ SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], convert_to(:'
 -- refuse every timestamp, whatever the signature).
 SELECT pg_temp.err($$SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], '{}', '{}',
          tolerance => interval '-5 minutes')$$) AS negative_tolerance;
+-- An interval past int64 microseconds whose parts have both signs is
+-- positive if it is (as its comparison says), and saturates.
+SELECT interval '178000000 years -1 microsecond' >= interval '0' AS positive,
+       webhook_idem.verify_signature('stripe', ARRAY['whsec_abc'], convert_to(:'body', 'UTF8'),
+         jsonb_build_object('Stripe-Signature', pg_temp.stripe_sig(:'body', 'whsec_abc', 1767225600)),
+         at => timestamptz :at + interval '10 years',
+         tolerance => interval '178000000 years -1 microsecond') AS huge_tolerance;
 -- A stale timestamp with a wrong signature is a mismatch: the signature is checked first.
 SELECT webhook_idem.verify_signature('stripe', ARRAY['whsec_other'], convert_to(:'body', 'UTF8'),
          jsonb_build_object('Stripe-Signature', pg_temp.stripe_sig(:'body', 'whsec_abc', 1767225600)),

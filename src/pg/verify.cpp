@@ -293,18 +293,17 @@ AnswerHandshake(const WiVerifyArgs *a, bool verified, char **reply, const char *
 int64
 IntervalToMicros(const Interval *iv)
 {
-	/* Months and days at their nominal length, as interval comparison does;
-	 * beyond int64 (some 292,000 years) it saturates. */
-	int64		months,
-				days,
-				total;
+	/* Months and days at their nominal length, summed exactly in 128 bits
+	 * as interval comparison does (so the sign is the interval's, as its
+	 * CHECKs see it); beyond int64 (some 292,000 years) it saturates. */
+	int128		total = (int128) iv->month * (DAYS_PER_MONTH * USECS_PER_DAY) +
+		(int128) iv->day * USECS_PER_DAY + iv->time;
 
-	if (pg_mul_s64_overflow((int64) iv->month, DAYS_PER_MONTH * USECS_PER_DAY, &months) ||
-		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days) ||
-		pg_add_s64_overflow(months, days, &total) ||
-		pg_add_s64_overflow(total, iv->time, &total))
-		return (iv->month < 0 || iv->day < 0 || iv->time < 0) ? PG_INT64_MIN : PG_INT64_MAX;
-	return total;
+	if (total > PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (total < PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return (int64) total;
 }
 
 /*
@@ -395,9 +394,9 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 	else
 		ParseEventIdRule(scheme->event_id.primary, &rule, true, CurrentMemoryContext);
 	/* 0.2.0's form also takes items_from (0.1.0's, four arguments, still
-	 * serves a database not yet updated). */
-	if (PG_NARGS() > 4)
-		CheckBatchEventIdRule(!PG_ARGISNULL(4) || SchemeItemsPath(scheme) != NULL, &rule);
+	 * serves a database not yet updated: a scheme that batches is known). */
+	CheckBatchEventIdRule(SchemeItemsPath(scheme) != NULL || (PG_NARGS() > 4 && !PG_ARGISNULL(4)),
+						  &rule);
 	PG_RETURN_VOID();
 }
 
