@@ -96,9 +96,39 @@ SELECT source FROM webhook_idem.register_source('hl_nested', 'none', handler => 
 SELECT status, result FROM webhook_idem.apply_event('hl_nested', convert_to('{"id": "n1"}', 'UTF8'));
 SELECT status, result FROM webhook_idem.apply_event('hl_nested', convert_to('{"id": "n2"}', 'UTF8'));
 SELECT count(*) AS cursors_left FROM pg_cursors;
+-- 5. A cursor's cleanup that closes that very cursor (a generator's
+--    finally closing the PL/pgSQL cursor that runs it, with a PL/Python
+--    function on the stack): the portal is active while its cleanup runs,
+--    so the inner close fails inside the generator ("cannot drop active
+--    portal", which Python reports and ignores) where it freed the portal
+--    under its own drop (a segfault).
+CREATE FUNCTION hl.closer(n text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE c refcursor := n; BEGIN CLOSE c; END $$;
+CREATE FUNCTION hl.gen_closing() RETURNS SETOF int LANGUAGE plpython3u AS $$
+try:
+    yield 1
+    yield 2
+finally:
+    plpy.execute("SELECT hl.closer('hl_self')")
+$$;
+CREATE FUNCTION hl.self_closing(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor := 'hl_self';
+  x int;
+BEGIN
+  OPEN c FOR SELECT hl.gen_closing();
+  FETCH c INTO x;
+  RETURN jsonb_build_object('x', x);
+END $$;
+SELECT source FROM webhook_idem.register_source('hl_self', 'none', handler => 'hl.self_closing(jsonb)');
+DO LANGUAGE plpython3u $$
+r = plpy.execute("SELECT status, result::text FROM webhook_idem.apply_event('hl_self', convert_to('{\"id\": \"c1\"}', 'UTF8'))")
+plpy.notice("%s %s" % (r[0]['status'], r[0]['result']))
+$$;
+SELECT count(*) AS cursors_left FROM pg_cursors;
 SELECT source, event_id, status, result FROM webhook_idem.events WHERE source LIKE 'hl%' ORDER BY id;
 
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py', 'hl_nested']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py', 'hl_nested', 'hl_self']) s;
 DROP SCHEMA hl CASCADE;
 DROP ROLE hl_admin, hl_http;
 DROP EXTENSION plpython3u;

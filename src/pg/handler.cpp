@@ -57,11 +57,20 @@ CloseHandlerPortals(void)
 			elog(ERROR, "the portal memory context was not found");
 	}
 	/*
-	 * One at a time, walking the list again after each drop: dropping a
-	 * portal runs its cleanup (ExecutorEnd), which may close others (a
-	 * PL/Python generator's cursor, say) and free their contexts, so no
-	 * portal found before a drop is trusted after it.
+	 * One at a time, walking the list again after each drop: closing a
+	 * portal runs its cleanup (ExecutorEnd), which can run code (a lazily
+	 * evaluated PL/Python generator's, say) that closes other portals and
+	 * frees their contexts, so no portal found before a drop is trusted
+	 * after it. While its cleanup runs the portal is active, so that such
+	 * code cannot close or fetch from it too ("portal is active", where a
+	 * second drop was of freed memory); and code that left a subtransaction
+	 * of its own open there (PL/Python's plpy.subtransaction() entered and
+	 * never left) has left the handler's transaction state unrecoverable:
+	 * the session ends (FATAL) rather than record an attempt in the wrong
+	 * subtransaction.
 	 */
+	int			level = GetCurrentTransactionNestLevel();
+
 	for (;;)
 	{
 		Portal		victim = NULL;
@@ -81,7 +90,19 @@ CloseHandlerPortals(void)
 			break;
 		if (victim->portalPinned)
 			UnpinPortal(victim);
+		if (victim->status == PORTAL_READY && victim->cleanup != NULL)
+		{
+			MarkPortalActive(victim);
+			victim->cleanup(victim);
+			victim->cleanup = NULL;
+			MarkPortalDone(victim);
+		}
 		PortalDrop(victim, false);
+		if (GetCurrentTransactionNestLevel() != level)
+			ereport(FATAL,
+					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+					 errmsg("closing a cursor of a webhook_idem handler left a subtransaction open"),
+					 errdetail("Code run by the cursor's cleanup began a subtransaction it did not end.")));
 	}
 }
 
@@ -152,6 +173,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	volatile uint64 invalidations_before = 0;
 	Jsonb	   *volatile value_out = NULL;
 	char	   *volatile error = NULL;
+	int			level;
 	WiHandlerResult result = {true, NULL, NULL};
 
 	if (src->handler_name == NULL)
@@ -174,6 +196,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	CheckSessionTempObjects(src->owner, src->name);
 
 	BeginInternalSubTransaction(NULL);
+	level = GetCurrentTransactionNestLevel();
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
@@ -265,6 +288,15 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		/* Every subtransaction begun inside the handler has ended by the
+		 * time its error gets here, unless code run outside its language's
+		 * care (a cursor's cleanup) left one open: rolling back would then
+		 * undo the wrong one, and the language would later end ours. */
+		if (GetCurrentTransactionNestLevel() != level)
+			ereport(FATAL,
+					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+					 errmsg("a webhook_idem handler left a subtransaction open"),
+					 errdetail("After: %s", edata->message)));
 		/* Undoes the handler's effects, its role and its settings. */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);

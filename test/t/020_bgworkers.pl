@@ -10,7 +10,8 @@
 # the claim was committed before the handler ran) and apply the event once
 # after the restart, and come back after a server restart. metrics() shows
 # the counters kept in shared memory. A PL/Perl handler's open cursor does
-# not fail the worker's commit.
+# not fail the worker's commit; a cursor's cleanup that leaves a
+# subtransaction open ends the session (FATAL), nothing half recorded.
 
 use strict;
 use warnings;
@@ -303,6 +304,59 @@ is( $node->safe_psql(
 		  . " FROM webhook_idem.events WHERE source = 'bg_perl'"),
 	'applied 1 {"first": 1}, applied 1 {"first": 1}, applied 1 {"first": 1}',
 	'each applied at its first attempt: the open cursor did not fail the commit');
+
+# 9. Code run by closing a handler's cursor (a PL/Python generator's
+# finally, with a PL/Python function on the stack) that leaves a
+# subtransaction of its own open: the transaction state cannot be trusted,
+# so the session ends (FATAL), nothing of it recorded, the server up; in a
+# worker, the process ends and its attempt is counted (before, the rollback
+# undid the wrong subtransaction: an outer event recorded applied lost the
+# writes its handler made after the inner call, and the inner one's row).
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION plpython3u;
+CREATE TABLE outer_log (x text);
+CREATE FUNCTION gen_open() RETURNS SETOF int LANGUAGE plpython3u AS $py$
+try:
+    yield 1
+    yield 2
+finally:
+    GD['sx'] = plpy.subtransaction()
+    GD['sx'].__enter__()
+$py$;
+CREATE FUNCTION inner_h(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE c refcursor; x int;
+BEGIN OPEN c FOR SELECT gen_open(); FETCH c INTO x; RETURN jsonb_build_object('x', x); END $$;
+CREATE FUNCTION outer_h(p jsonb) RETURNS jsonb LANGUAGE plpython3u AS $py$
+import json
+eid = json.loads(p)['id']
+plpy.execute("INSERT INTO outer_log VALUES ('%s: before')" % eid)
+r = plpy.execute("SELECT status FROM webhook_idem.apply_event('bg_inner', convert_to('{\"id\": \"%s-in\"}', 'UTF8'))" % eid)
+plpy.execute("INSERT INTO outer_log VALUES ('%s: after')" % eid)
+return json.dumps({"inner": r[0]['status']})
+$py$;
+SELECT FROM webhook_idem.register_source(source => 'bg_inner', scheme => 'none',
+  handler => 'inner_h(jsonb)'::regprocedure);
+SELECT FROM webhook_idem.register_source(source => 'bg_outer', scheme => 'none',
+  handler => 'outer_h(jsonb)'::regprocedure);
+SELECT FROM webhook_idem.register_source(source => 'bg_outer_a', scheme => 'none', mode => 'async',
+  handler => 'outer_h(jsonb)'::regprocedure, max_attempts => 1);
+});
+my ($rc, $out, $err) = $node->psql('postgres',
+	"SELECT status FROM webhook_idem.apply_event('bg_outer', convert_to('{\"id\": \"s1\"}', 'UTF8'))");
+isnt($rc, 0, 'the delivery whose cursor cleanup left a subtransaction open fails');
+like($err, qr/FATAL:  a webhook_idem handler left a subtransaction open/, 'the session ends (FATAL)');
+is($node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM outer_log) || ' ' || (SELECT count(*) FROM webhook_idem.events"
+		  . " WHERE source IN ('bg_inner', 'bg_outer'))"),
+	'0 0', 'nothing of it is recorded, and the server is up');
+$node->safe_psql('postgres',
+	"SELECT webhook_idem.apply_event('bg_outer_a', convert_to('{\"id\": \"w1\"}', 'UTF8'))");
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'dead' FROM webhook_idem.events WHERE event_id = 'w1'"),
+	"in a worker the attempt is counted (the event's only one): dead");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM outer_log'), '0', 'nothing of its writes kept');
+workers_running($node, 2, 'the workers are back');
 
 $node->stop;
 done_testing();
