@@ -37,8 +37,28 @@ static const WiCurrentEvent *current_event = NULL;
  * PostgreSQL's portal memory context (each portal's context carries its
  * name), the one place that lists them all; those of the caller stay.
  */
+/*
+ * Ends the session (FATAL) unless the transaction is at nest level, the
+ * handler's subtransaction: every subtransaction begun inside the handler
+ * has ended by its return or by the time its error gets here, unless code
+ * run outside its language's care (a cursor's cleanup: PL/Python's
+ * plpy.subtransaction() entered in a generator's finally) left one open.
+ * Going on would release or roll back the wrong one (and the language
+ * would later end ours): nothing can be recorded safely. after: what
+ * happened last, for the log.
+ */
 static void
-CloseHandlerPortals(void)
+RequireHandlerLevel(int level, const char *after)
+{
+	if (GetCurrentTransactionNestLevel() != level)
+		ereport(FATAL,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("a webhook_idem handler left a subtransaction open"),
+				 errdetail_internal("After: %s", after)));
+}
+
+static void
+CloseHandlerPortals(int level)
 {
 	/* The context every portal's context is made in, created once when
 	 * the backend starts (EnablePortalManager) and never freed: found by
@@ -63,14 +83,9 @@ CloseHandlerPortals(void)
 	 * frees their contexts, so no portal found before a drop is trusted
 	 * after it. While its cleanup runs the portal is active, so that such
 	 * code cannot close or fetch from it too ("portal is active", where a
-	 * second drop was of freed memory); and code that left a subtransaction
-	 * of its own open there (PL/Python's plpy.subtransaction() entered and
-	 * never left) has left the handler's transaction state unrecoverable:
-	 * the session ends (FATAL) rather than record an attempt in the wrong
-	 * subtransaction.
+	 * second drop was of freed memory); code that left a subtransaction of
+	 * its own open there ends the session (RequireHandlerLevel).
 	 */
-	int			level = GetCurrentTransactionNestLevel();
-
 	for (;;)
 	{
 		Portal		victim = NULL;
@@ -98,11 +113,7 @@ CloseHandlerPortals(void)
 			MarkPortalDone(victim);
 		}
 		PortalDrop(victim, false);
-		if (GetCurrentTransactionNestLevel() != level)
-			ereport(FATAL,
-					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-					 errmsg("closing a cursor of a webhook_idem handler left a subtransaction open"),
-					 errdetail("Code run by the cursor's cleanup began a subtransaction it did not end.")));
+		RequireHandlerLevel(level, "closing the handler's cursor");
 	}
 }
 
@@ -239,7 +250,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		/* Its result kept, its cursors closed: a cursor's cleanup is the
 		 * handler's code too (a PL/Python generator's, say), run as its
 		 * owner, restricted, under its settings and timer, its event busy. */
-		CloseHandlerPortals();
+		CloseHandlerPortals(level);
 		if (StopHandlerTimer())
 		{
 			/* The timer fired, and the handler caught its cancel and went
@@ -288,15 +299,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
-		/* Every subtransaction begun inside the handler has ended by the
-		 * time its error gets here, unless code run outside its language's
-		 * care (a cursor's cleanup) left one open: rolling back would then
-		 * undo the wrong one, and the language would later end ours. */
-		if (GetCurrentTransactionNestLevel() != level)
-			ereport(FATAL,
-					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-					 errmsg("a webhook_idem handler left a subtransaction open"),
-					 errdetail("After: %s", edata->message)));
+		RequireHandlerLevel(level, edata->message);
 		/* Undoes the handler's effects, its role and its settings. */
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
