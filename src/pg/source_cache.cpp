@@ -335,6 +335,25 @@ ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict, MemoryConte
 				 errhint("Use 'header:<Name>', a JSON path such as '$.data.id', or 'sha256'.")));
 }
 
+void
+ParseSourceEventIdRules(const wi::Scheme *scheme, const char *event_id_from,
+						WiEventIdRule *primary, WiEventIdRule *fallback, WiEventIdRule *suffix,
+						MemoryContext cxt)
+{
+	if (event_id_from != NULL)
+	{
+		ParseEventIdRule(event_id_from, primary, false, cxt);
+		return;
+	}
+	/* A scheme's default path is strict: a body that is an array has no
+	 * $.id, as the provider's SDK would see it. */
+	ParseEventIdRule(scheme->event_id.primary, primary, true, cxt);
+	if (fallback != NULL && scheme->event_id.fallback != NULL)
+		ParseEventIdRule(scheme->event_id.fallback, fallback, true, cxt);
+	if (suffix != NULL && scheme->event_id.suffix != NULL)
+		ParseEventIdRule(scheme->event_id.suffix, suffix, true, cxt);
+}
+
 /*
  * A batch's items each need an event id of their own: the source's rule
  * (event_id_from, else its scheme's) must be a JSON path within the item or
@@ -392,18 +411,8 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	src->max_attempts = DatumGetInt32(SpiNotNull(tup, desc, COL_MAX_ATTEMPTS, "sources"));
 	src->backoff = *DatumGetIntervalP(SpiNotNull(tup, desc, COL_BACKOFF, "sources"));
 	d = SPI_getbinval(tup, desc, COL_EVENT_ID_FROM, &isnull);
-	if (!isnull)
-		ParseEventIdRule(TextDatumGetCString(d), &src->id_primary, false, cxt);
-	else
-	{
-		/* A scheme's default path is strict: a body that is an array has
-		 * no $.id, as the provider's SDK would see it. */
-		ParseEventIdRule(src->scheme->event_id.primary, &src->id_primary, true, cxt);
-		if (src->scheme->event_id.fallback != NULL)
-			ParseEventIdRule(src->scheme->event_id.fallback, &src->id_fallback, true, cxt);
-		if (src->scheme->event_id.suffix != NULL)
-			ParseEventIdRule(src->scheme->event_id.suffix, &src->id_suffix, true, cxt);
-	}
+	ParseSourceEventIdRules(src->scheme, isnull ? NULL : TextDatumGetCString(d), &src->id_primary,
+							&src->id_fallback, &src->id_suffix, cxt);
 	/* A batch's items: where the source says, else where the scheme's
 	 * sender puts them; their event ids are found within each item. */
 	d = SPI_getbinval(tup, desc, COL_ITEMS_FROM, &isnull);

@@ -389,10 +389,8 @@ webhook_idem_check_source_config(PG_FUNCTION_ARGS)
 						  CurrentMemoryContext);
 	ParseSchemeOptions(scheme, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &options,
 					   &verify_token, CurrentMemoryContext);
-	if (!PG_ARGISNULL(3))
-		ParseEventIdRule(text_to_cstring(PG_GETARG_TEXT_PP(3)), &rule, false, CurrentMemoryContext);
-	else
-		ParseEventIdRule(scheme->event_id.primary, &rule, true, CurrentMemoryContext);
+	ParseSourceEventIdRules(scheme, PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
+							&rule, NULL, NULL, CurrentMemoryContext);
 	/* 0.2.0's form also takes items_from (0.1.0's, four arguments, still
 	 * serves a database not yet updated: a scheme that batches is known). */
 	CheckBatchEventIdRule(SchemeItemsPath(scheme) != NULL || (PG_NARGS() > 4 && !PG_ARGISNULL(4)),

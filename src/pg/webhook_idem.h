@@ -124,6 +124,13 @@ bool		SourceCacheTrusted(void);
 void		ParseEventIdRule(const char *text, WiEventIdRule *rule, bool strict,
 							 MemoryContext cxt);
 
+/* A source's event id rules: event_id_from (as given) when not NULL, else
+ * its scheme's default, strict, with its fallback and suffix rules where
+ * the scheme has them and the caller asks (fallback, suffix may be NULL). */
+void		ParseSourceEventIdRules(const wi::Scheme *scheme, const char *event_id_from,
+									WiEventIdRule *primary, WiEventIdRule *fallback,
+									WiEventIdRule *suffix, MemoryContext cxt);
+
 /* Raises 22023 if a batched source's event id rule (primary) is a header,
  * which cannot tell its items apart. */
 void		CheckBatchEventIdRule(bool batched, const WiEventIdRule *primary);
