@@ -27,15 +27,23 @@ SELECT webhook_idem.register_source('s', 'none');
 });
 
 # Each session: its deliveries, one statement each (its own transaction),
-# going on after an error.
+# going on after an error. Its last 100 wait behind advisory lock 46, held
+# here until the update has committed, so that every session is still
+# delivering then, however fast the others are.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('SELECT pg_advisory_lock(46)');
 my (@runs, @outs);
 for my $k (1 .. $sessions)
 {
 	my $script = $node->basedir . "/deliver$k.sql";
 	open my $fh, '>', $script or die "cannot write $script: $!";
-	print $fh "SELECT status FROM webhook_idem.apply_event('s', "
-	  . "convert_to('{\"id\": \"k$k-$_\"}', 'UTF8'));\n"
-	  for 1 .. $per_session;
+	for my $i (1 .. $per_session)
+	{
+		print $fh "SELECT pg_advisory_lock_shared(46), pg_advisory_unlock_shared(46);\n"
+		  if $i == $per_session - 99;
+		print $fh "SELECT status FROM webhook_idem.apply_event('s', "
+		  . "convert_to('{\"id\": \"k$k-$i\"}', 'UTF8'));\n";
+	}
 	close $fh;
 	my $out = '';
 	push @outs, \$out;
@@ -53,6 +61,8 @@ ok( $node->poll_query_until(
 $node->safe_psql('postgres', 'ALTER EXTENSION webhook_idem UPDATE');
 my $at_update = $node->safe_psql('postgres', 'SELECT count(*) FROM webhook_idem.events');
 cmp_ok($at_update, '<', $sessions * $per_session, 'the update committed while they delivered');
+$holder->query_safe('SELECT pg_advisory_unlock(46)');
+$holder->quit;
 
 $_->finish for @runs;
 my @errors = map { grep { /ERROR/ } split /\n/, $$_ } @outs;
