@@ -9,6 +9,7 @@
 // (twilio, square, hubspot and meta sign the URL).
 // Usage: node server.js [port]   (port 0 picks a free one; it is printed)
 'use strict';
+const http = require('http');
 const express = require('express');
 const { Pool } = require('pg');
 
@@ -85,7 +86,19 @@ app.use((err, req, res, next) => { // eslint-disable-line no-unused-vars
   if (code >= 500) console.error(err);
 });
 
-const server = app.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {
+// Express gives every request its prototypes (app.request, app.response)
+// with Object.setPrototypeOf on the objects Node made. V8 then sees each
+// request's objects change shape, and property lookups all through Node's
+// HTTP code and Express's turn slow and megamorphic: about half of this
+// layer's CPU per request (docs/performance.md). http.createServer can make
+// its objects from constructors of our own: these make them with the
+// prototypes Express would set, so its setPrototypeOf changes nothing.
+function Request(...args) { http.IncomingMessage.apply(this, args); }
+Request.prototype = app.request;
+function Response(...args) { http.ServerResponse.apply(this, args); }
+Response.prototype = app.response;
+const server = http.createServer({ IncomingMessage: Request, ServerResponse: Response }, app);
+server.listen(Number(process.argv[2] ?? 8080), '127.0.0.1', () => {
   console.log(`listening on http://127.0.0.1:${server.address().port}/webhooks/<source>`);
 });
 // A request Node cannot parse (e.g. a Content-Length that is not a
