@@ -195,3 +195,16 @@ SELECT event_id, next_attempt_at <= now() AS due FROM webhook_idem.events WHERE 
 SELECT webhook_idem.process_pending('q_switch') + webhook_idem.process_pending('q_switch2')
        + webhook_idem.process_pending('q_switch3') + webhook_idem.process_pending('q_switch4') AS processed;
 SELECT event_id, status FROM webhook_idem.events WHERE event_id IN ('w1', 'w2', 'w3', 'w4') ORDER BY 1;
+
+-- ---- a queue for workers of your own ---------------------------------
+-- An async source with no handler and no forward_to is a queue for
+-- workers of your own: process_pending (and the in-database workers, TAP
+-- 020) leave its events to claim_next, since recording them applied would
+-- drop their work.
+SELECT source FROM webhook_idem.register_source('q_own', 'none', mode => 'async');
+SELECT status, http_status FROM webhook_idem.apply_event('q_own', '{"id": "o1"}');
+SELECT webhook_idem.process_pending('q_own') AS processed;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'q_own';
+SELECT webhook_idem.complete(id, attempts, '{"sent": true}') AS completed
+  FROM webhook_idem.claim_next('q_own');
+SELECT event_id, status, attempts, result FROM webhook_idem.events WHERE source = 'q_own';

@@ -101,8 +101,9 @@ ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache;
 
 -- Workers leave the events of a misconfigured async source queued, with no
 -- attempt counted, until it is mended.
+CREATE FUNCTION sc_async_handler(p jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT '{}'::jsonb $$;
 SELECT (webhook_idem.register_source(source => 'sc_async', scheme => 'none', mode => 'async',
-          event_id_from => '$.id')).source;
+          handler => 'sc_async_handler(jsonb)', event_id_from => '$.id')).source;
 SELECT status, http_status FROM webhook_idem.apply_event('sc_async', '{"id": "q1"}');
 UPDATE webhook_idem.sources SET options = '{"header": 7}' WHERE source = 'sc_async';
 SELECT status, http_status, detail FROM webhook_idem.apply_event('sc_async', '{"id": "q2"}');
@@ -207,7 +208,7 @@ DROP SCHEMA sc_r CASCADE;
 SELECT count(*) FROM (SELECT webhook_idem.drop_source(source, force => true) FROM webhook_idem.sources
                        WHERE source LIKE 'sc\_%') d;
 DROP TABLE sc_log;
-DROP FUNCTION sc_nested(jsonb), sc_path_handler(jsonb);
+DROP FUNCTION sc_nested(jsonb), sc_path_handler(jsonb), sc_async_handler(jsonb);
 DROP ROLE sc_admin;
 
 -- 6. DROP and CREATE EXTENSION in this live session: the cached relations,

@@ -140,6 +140,31 @@ typedef struct ClaimArgs
 } ClaimArgs;
 
 /*
+ * Runs the claim plan as an in-database worker's claim: claim_next passes
+ * over the queues of workers of your own (ClaimAsInDatabaseWorker), and
+ * only in this call, so that a handler's own claim_next is a plain one.
+ */
+static int
+ExecuteClaim(SPIPlanPtr plan, Datum *args, int max)
+{
+	volatile int rc = 0;
+
+	ClaimAsInDatabaseWorker(true);
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, args, NULL, false, max);
+	}
+	PG_CATCH();
+	{
+		ClaimAsInDatabaseWorker(false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	ClaimAsInDatabaseWorker(false);
+	return rc;
+}
+
+/*
  * Claims up to max due events in a transaction of its own, committed as
  * the server's synchronous_commit says (durably, unless the server runs
  * with it off): the attempts count before any handler runs. Sets how
@@ -176,10 +201,10 @@ ClaimBatchStep(void *arg)
 									  CStringGetDatum(psprintf("%d milliseconds", wi_worker_lease_ms)),
 									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 		args[1] = Int32GetDatum(max);
-		rc = SPI_execute_plan(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
-									   " FROM webhook_idem.claim_next(NULL, $1, $2)",
-									   2, argtypes),
-							  args, NULL, false, max);
+		rc = ExecuteClaim(KeepPlan(&claim_plan, "SELECT id, attempts, attempts_base, source, event_id"
+								   " FROM webhook_idem.claim_next(NULL, $1, $2)",
+								   2, argtypes),
+						  args, max);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "claim_next failed: %s", SPI_result_code_string(rc));
 		for (uint64 i = 0; i < SPI_processed && n < max; i++)

@@ -120,6 +120,22 @@ LoadForwarding(void)
 		fw_stale = true;
 }
 
+bool
+SourceMayForward(const char *source)
+{
+	AcceptInvalidationMessages();
+	if (fw_stale)
+		LoadForwarding();
+	if (fw_n == 0)
+		return false;
+	if (source == NULL)
+		return true;
+	for (int i = 0; i < fw_n; i++)
+		if (strcmp(fw_names[i], source) == 0)
+			return true;
+	return false;
+}
+
 void
 ForwardAppliedEvent(int64 event_pk, const char *source)
 {
@@ -130,20 +146,8 @@ ForwardAppliedEvent(int64 event_pk, const char *source)
 	Datum		arg = Int64GetDatum(event_pk);
 	int			rc;
 
-	AcceptInvalidationMessages();
-	if (fw_stale)
-		LoadForwarding();
-	if (fw_n == 0)
+	if (!SourceMayForward(source))
 		goto done;
-	if (source != NULL)
-	{
-		bool		listed = false;
-
-		for (int i = 0; i < fw_n && !listed; i++)
-			listed = strcmp(fw_names[i], source) == 0;
-		if (!listed)
-			goto done;
-	}
 
 	/* The join checks the source again, in this transaction's view. A
 	 * replayed event applied again is forwarded again. */

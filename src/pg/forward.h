@@ -17,6 +17,11 @@ extern bool wi_forward_in_workers;
 /* Defines the relay's settings (from _PG_init). */
 void		DefineForwardSettings(void);
 
+/* False if the source (NULL: any source) has no forward_to, as the
+ * sources table says at the latest snapshot; true may be a source whose
+ * forward_to has just been removed (the outbox's insert checks again).
+ * Needs SPI. */
+bool		SourceMayForward(const char *source);
 /* Called wherever an event becomes applied (event_store.cpp: its first
  * record, and every recorded attempt), in that transaction: if the event's
  * source forwards, the event joins the outbox (again, if it was applied

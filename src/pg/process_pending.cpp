@@ -152,9 +152,10 @@ webhook_idem_process_pending(PG_FUNCTION_ARGS)
 			break;
 		source_name = row.source;
 		src = LookupSource(source_name);
-		if (src == NULL)
+		if (src == NULL || !AppliedInDatabase(src))
 		{
-			/* Gone or misconfigured: its events stay as they are. */
+			/* Gone or misconfigured, or a queue for workers of your own
+			 * (no handler, no forward_to): its events stay as they are. */
 			DueScanSkipSource(&scan, source_name);
 			continue;
 		}

@@ -9,6 +9,7 @@
 #include "pg/queue.h"
 
 #include "pg/distribute.h"
+#include "pg/forward.h"
 #include "pg/ordering.h"
 #include "pg/shared_state.h"
 
@@ -605,6 +606,20 @@ CheckRetryInArg(const Interval *retry_in)
 		CheckIntervalRange("retry_in", retry_in, "0", true, "30 days");
 }
 
+static bool claim_as_in_database_worker = false;
+
+bool
+AppliedInDatabase(const WiSource *src)
+{
+	return src->handler_name != NULL || SourceMayForward(src->name);
+}
+
+void
+ClaimAsInDatabaseWorker(bool on)
+{
+	claim_as_in_database_worker = on;
+}
+
 /*
  * webhook_idem.claim_next(source text, lease interval, batch int) RETURNS
  * SETOF webhook_idem.events: leases up to batch due events, oldest due
@@ -643,9 +658,11 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		if (id == 0)
 			break;
-		if (LookupSource(row.source) == NULL)
+		src = LookupSource(row.source);
+		if (src == NULL || (claim_as_in_database_worker && !AppliedInDatabase(src)))
 		{
-			/* Gone or misconfigured: none of its events is taken. */
+			/* Gone or misconfigured, or (for the in-database workers) a
+			 * queue for workers of your own: none of its events is taken. */
 			DueScanSkipSource(&scan, row.source);
 			continue;
 		}

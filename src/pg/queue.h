@@ -202,6 +202,18 @@ void		DueScanSkipSource(DueScan *scan, const char *source_name);
  * and its source exists; false if it is not ours to take. */
 bool		TakeDueEvent(const EventRow *row, WiSource **src);
 
+/* Whether the in-database workers and process_pending apply the events of
+ * this source: it has a handler to run or a forward_to to send them to.
+ * An async source with neither is a queue for workers of your own
+ * (claim_next, then complete): recording its events applied would drop
+ * their work, so those two leave them to claim_next. Needs SPI. */
+bool		AppliedInDatabase(const WiSource *src);
+
+/* While on, claim_next claims as an in-database worker: it passes over the
+ * events of sources not AppliedInDatabase (bgworker.cpp sets it around
+ * its claim, so that a handler's own claim_next is a plain one). */
+void		ClaimAsInDatabaseWorker(bool on);
+
 /* How many events of ordered sources TakeDueEvent has taken in this
  * backend (the in-database workers' pacing reads it). */
 uint64		OrderedTakes(void);

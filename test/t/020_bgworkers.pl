@@ -80,6 +80,31 @@ ok( $node->poll_query_until(
 my $waited = time() - $t0;
 cmp_ok($waited, '<', 5, "applied ${waited}s after it was queued");
 
+# 1b. An async source with no handler and no forward_to is a queue for
+# workers of your own: the in-database workers leave its events to
+# claim_next (they recorded them applied, and the work was never done).
+$node->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'bg_own', scheme => 'none', mode => 'async')");
+is( $node->safe_psql(
+		'postgres',
+		"SELECT status FROM webhook_idem.apply_event('bg_own', convert_to('{\"id\": \"own1\"}', 'UTF8'))"),
+	'queued',
+	'a delivery to a queue of your own is queued');
+enqueue('own_after', 'plain');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'own_after'"),
+	'the workers applied the event queued after it');
+sleep 2;    # past the workers' one-second rescan, too
+is( $node->safe_psql(
+		'postgres', "SELECT status || '/' || attempts FROM webhook_idem.events WHERE event_id = 'own1'"),
+	'queued/0',
+	'the workers left the queue of your own alone');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT webhook_idem.complete(id, attempts) FROM webhook_idem.claim_next('bg_own')"),
+	't',
+	'claim_next takes it and complete records it');
+
 # 2. A burst of 1000 events from 4 connections, with repeats of each.
 my $script = $node->basedir . '/burst.sql';
 open my $fh, '>', $script or die "cannot write $script: $!";

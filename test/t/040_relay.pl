@@ -215,6 +215,25 @@ like(
 	'an event id that would inject headers is not sent: dead, saying why');
 is(scalar(grep { exists $_->{headers}{'x-injected'} } received()), 0, 'no header was injected');
 
+# An async source with no handler that forwards: the forward is its work,
+# so the in-database workers apply its events (a source with neither is a
+# queue for workers of your own, which they leave alone: TAP 020).
+$node->safe_psql('postgres',
+	    "SELECT FROM webhook_idem.register_source('up_relay_only', 'none', event_id_from => '\$.id',"
+	  . " mode => 'async', forward_to => '$base/apply', forward_secret => '$secret',"
+	  . " backoff => '100 milliseconds')");
+is(deliver('up_relay_only', 'relay-only-1'), 'queued', 'an event of a handler-less forwarding source queued');
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT status FROM webhook_idem.events WHERE source = 'up_relay_only'") eq 'applied';
+		},
+		60),
+	'the in-database workers applied it');
+ok(outbox_drained("source = 'up_relay_only'"), 'its forward drained');
+is(scalar(grep { ($_->{headers}{'webhook-id'} // '') eq 'relay-only-1' } received()),
+	1, 'the downstream received it once');
+
 # A NOT NULL column of forwards that its owner made NULL (ALTER TABLE):
 # that forward is dead, saying why, and the relay goes on (it used to read
 # the NULL as a pointer and take the server down).
