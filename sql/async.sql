@@ -116,3 +116,24 @@ SELECT source, mode, queued, processing, applied, failed, dead FROM webhook_idem
 
 SELECT webhook_idem.drop_source('shop', true), webhook_idem.drop_source('shop_sync', true);
 DROP SCHEMA shop CASCADE;
+
+-- What a backend remembers of its notifications is kept only for the
+-- sources it notified within webhook_idem.notify_interval: a pooled
+-- backend that queues for 1,500 async sources one after another (each
+-- then dropped) stays small (it grew by about 256 bytes a source, for
+-- good). (A short interval, so that what it keeps does not depend on the
+-- machine's speed.)
+SET webhook_idem.notify_interval = '1ms';
+DO $$
+BEGIN
+  FOR i IN 1..1500 LOOP
+    PERFORM webhook_idem.register_source('churn_' || i, 'none', mode => 'async');
+    PERFORM webhook_idem.apply_event('churn_' || i, '{"id": "x"}');
+    COMMIT;
+    PERFORM webhook_idem.drop_source('churn_' || i, force => true);
+    COMMIT;
+  END LOOP;
+END $$;
+SELECT coalesce(sum(total_bytes), 0) < 64 * 1024 AS notifications_bounded
+  FROM pg_backend_memory_contexts WHERE name = 'webhook_idem notifications';
+RESET webhook_idem.notify_interval;

@@ -32,7 +32,10 @@ static bool xact_notified = false;
 static bool callback_registered = false;
 
 /* At the end of a transaction that sent notifications: records when they
- * went out (commit) or forgets them (abort). */
+ * went out (commit) or forgets them (abort), and drops the entries that no
+ * longer hold a notification back (sent longer than notify_interval ago:
+ * as good as none), so that the table holds only the sources notified
+ * lately, not every async source this backend ever queued for. */
 static void
 NotifyXactEnd(XactEvent event, void *)
 {
@@ -49,12 +52,18 @@ NotifyXactEnd(XactEvent event, void *)
 
 		hash_seq_init(&seq, notify_entries);
 		while ((e = (NotifyEntry *) hash_seq_search(&seq)) != NULL)
+		{
 			if (e->pending_xact == xact_seq)
 			{
 				if (commit)
 					e->committed_at = now;
 				e->pending_xact = 0;
 			}
+			if (e->pending_xact == 0 &&
+				(e->committed_at == 0 || wi_notify_interval_ms <= 0 ||
+				 TimestampDifferenceExceeds(e->committed_at, now, wi_notify_interval_ms)))
+				(void) hash_search(notify_entries, e->source, HASH_REMOVE, NULL);
+		}
 		xact_notified = false;
 	}
 	xact_seq++;
