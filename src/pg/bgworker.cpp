@@ -328,7 +328,8 @@ WorkerCheckForInterrupts(void)
 /*
  * Runs one of the worker's transactions (step starts and commits its own)
  * so that an error escaping it ends that transaction only: rolled back,
- * logged as "webhook_idem worker: <what> [<event id>] failed: ..." (id
+ * logged (unless !log: then by the caller) as "webhook_idem worker:
+ * <what> [<event id>] failed: ..." (id
  * when it is not 0; detail, if not NULL, as the log entry's detail), and
  * the worker goes on. Returns NULL, or the error as "message (SQLSTATE
  * xxxxx)" (palloc'd in the caller's context, for the caller to free). An
@@ -342,7 +343,8 @@ WorkerCheckForInterrupts(void)
  * frames the error leaves.
  */
 static char *
-RunGuarded(void (*step)(void *), void *arg, const char *what, int64 id, const char *detail)
+RunGuarded(void (*step)(void *), void *arg, const char *what, int64 id, const char *detail,
+		   bool log = true)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char	   *volatile error = NULL;
@@ -364,7 +366,9 @@ RunGuarded(void (*step)(void *), void *arg, const char *what, int64 id, const ch
 		pgstat_report_activity(STATE_IDLE, NULL);
 		error = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
 		FreeErrorData(edata);
-		if (id != 0)
+		if (!log)
+			;					/* the caller logs it */
+		else if (id != 0)
 			ereport(LOG,
 					(errmsg("webhook_idem worker: %s %lld failed: %s", what, (long long) id, error),
 					 detail ? errdetail_internal("%s", detail) : 0));
@@ -419,21 +423,64 @@ ForwardGuarded(void)
 		pfree(error);
 }
 
+/* The last claim error logged, when, and how many times it came back
+ * since (NULL: the last claim succeeded). */
+static char *claim_error = NULL;
+static TimestampTz claim_error_logged_at = 0;
+static int64 claim_error_repeats = 0;
+
+/*
+ * Logs a failed claim, which the worker tries again a second later: one
+ * that fails again the same way (a primary made read-only with
+ * default_transaction_read_only, a catalog an owner broke) is logged once
+ * a minute, with how often it came back, not at every retry.
+ */
+static void
+LogClaimFailure(const char *error)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (claim_error != NULL && strcmp(claim_error, error) == 0 &&
+		!TimestampDifferenceExceeds(claim_error_logged_at, now, 60 * 1000))
+	{
+		claim_error_repeats++;
+		return;
+	}
+	ereport(LOG,
+			(errmsg("webhook_idem worker: claiming events failed: %s", error),
+			 claim_error_repeats > 0 ?
+			 errdetail("The same error came back %lld times since it was last logged.",
+					   (long long) claim_error_repeats) : 0));
+	if (claim_error != NULL)
+		pfree(claim_error);
+	claim_error = MemoryContextStrdup(TopMemoryContext, error);
+	claim_error_logged_at = now;
+	claim_error_repeats = 0;
+}
+
 /*
  * Claims a batch (ClaimBatchStep); a claim that fails (a cancel, say) has
- * claimed nothing, since its transaction rolled back, and is logged.
+ * claimed nothing, since its transaction rolled back, and is logged
+ * (LogClaimFailure).
  */
 static int
 ClaimBatch(ClaimedEvent *claimed, int max, bool *ready, bool *failed)
 {
 	ClaimArgs	a = {claimed, max, true, 0};
-	char	   *error = RunGuarded(ClaimBatchStep, &a, "claiming events", 0, NULL);
+	char	   *error = RunGuarded(ClaimBatchStep, &a, "claiming events", 0, NULL, false);
 
 	*failed = error != NULL;
 	if (error != NULL)
 	{
+		LogClaimFailure(error);
 		pfree(error);
 		return 0;
+	}
+	if (claim_error != NULL)
+	{
+		pfree(claim_error);
+		claim_error = NULL;
+		claim_error_repeats = 0;
 	}
 	*ready = a.ready;
 	return a.n;
@@ -626,8 +673,8 @@ webhook_idem_worker_main(Datum main_arg)
 		if (failed)
 		{
 			/* A claim that raised is tried again a second later, however
-			 * often intake sets the latch meanwhile: an error that comes
-			 * back (a catalog an owner broke) is logged once a second. */
+			 * often intake sets the latch meanwhile (an error that comes
+			 * back is logged once a minute: LogClaimFailure). */
 			(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, WI_IDLE_MS, PG_WAIT_EXTENSION);
 			continue;
 		}

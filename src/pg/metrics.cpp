@@ -75,6 +75,10 @@ AppendCounters(StringInfo out)
 							 OutcomeName((WiOutcomeKind) k), counts[i].outcomes[k]);
 		}
 
+	AppendHeader(out, "webhook_idem_counters_dropped_total", "counter",
+				 "Answers of apply_event not counted by source since the server started (in every database): no counter slot was left for their source.");
+	appendStringInfo(out, "webhook_idem_counters_dropped_total " UINT64_FORMAT "\n", UncountedOutcomes());
+
 	AppendHeader(out, "webhook_idem_handler_seconds", "summary",
 				 "Time spent running handlers since the server started, by source.");
 	for (int i = 0; i < n; i++)

@@ -188,7 +188,15 @@ CountOutcome(const char *source, const char *status)
 		return;
 	if ((s = SlotFor(source)) == NULL)
 	{
-		pg_atomic_fetch_add_u64(&shared->dropped, 1);
+		/* Said once: the counters of later sources are missing from
+		 * metrics() and from stats.duplicates_absorbed until a restart. */
+		if (pg_atomic_fetch_add_u64(&shared->dropped, 1) == 0)
+			ereport(LOG,
+					(errmsg("webhook_idem: no metrics counter is left for source \"%s\"",
+							source ? source : "(unknown)"),
+					 errdetail("The first %d (database, source) pairs answered since the server started are counted; answers for later ones are counted only in webhook_idem_counters_dropped_total.",
+							   WI_COUNTER_SLOTS),
+					 errhint("Restart the server to count them (the slots of dropped sources are freed then).")));
 		return;
 	}
 	pg_atomic_fetch_add_u64(&s->outcomes[kind], 1);
@@ -217,6 +225,12 @@ CountedOutcome(const char *source, WiOutcomeKind kind)
 	pg_read_barrier();
 	s = FindSlot(source, false, n);
 	return s ? pg_atomic_read_u64(&s->outcomes[kind]) : 0;
+}
+
+uint64
+UncountedOutcomes(void)
+{
+	return shared == NULL ? 0 : pg_atomic_read_u64(&shared->dropped);
 }
 
 WiSourceCounts *

@@ -63,6 +63,10 @@ typedef struct WiSourceCounts
  * database since the server started (0 without the shared state). */
 uint64		CountedOutcome(const char *source, WiOutcomeKind kind);
 
+/* How many answers found no counter slot left (all databases, since the
+ * server started; 0 without the shared state). */
+uint64		UncountedOutcomes(void);
+
 /* Copies the counters of the current database into a palloc'd array;
  * *n receives their number (0 without the shared state). */
 WiSourceCounts *SnapshotCounts(int *n);

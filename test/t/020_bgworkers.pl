@@ -302,6 +302,26 @@ like($metrics, qr/^webhook_idem_handler_seconds_count\{source="bg"\} [1-9]\d*$/m
 like($metrics, qr/^webhook_idem_handler_seconds_sum\{source="bg"\} \d+\.\d+$/m, 'handler time summed');
 like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
 
+# 7b. The counters' slots: the first 1024 (database, source) pairs since
+# the server started are counted; answers for later ones are counted in
+# webhook_idem_counters_dropped_total, and the log says so once.
+like($metrics, qr/^webhook_idem_counters_dropped_total 0$/m, 'no answer left uncounted yet');
+my $slots_offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+DO $$ BEGIN
+  FOR i IN 1..1030 LOOP
+    PERFORM webhook_idem.register_source('slot_' || i, 'none');
+    PERFORM webhook_idem.apply_event('slot_' || i, '{"id": "e"}');
+    PERFORM webhook_idem.drop_source('slot_' || i, force => true);
+  END LOOP;
+END $$});
+$metrics = $node->safe_psql('postgres', 'SELECT webhook_idem.metrics()');
+ok($metrics =~ /^webhook_idem_counters_dropped_total (\d+)$/m && $1 >= 6 && $1 <= 1030,
+	'answers past the slots are counted as dropped (' . ($1 // 'none') . ')');
+my $slots_log = slurp_file($node->logfile, $slots_offset);
+my $said = () = $slots_log =~ /no metrics counter is left for source/g;
+is($said, 1, 'and the log says so once');
+
 # 8. A PL/Perl handler that leaves a cursor open (spi_query read once):
 # its pinned portal ends with the handler, so the worker's commit commits
 # (it failed with "cannot commit while a portal is pinned", and every
@@ -382,6 +402,26 @@ ok( $node->poll_query_until(
 	"in a worker the attempt is counted (the event's only one): dead");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM outer_log'), '0', 'nothing of its writes kept');
 workers_running($node, 2, 'the workers are back');
+
+# 10. A primary made read-only (default_transaction_read_only, as before a
+# switchover): every claim fails, and each worker logs that once a minute,
+# with how often it came back, not at every retry (once a second, for as
+# long as it lasted); made writable again, they go on.
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'ALTER SYSTEM SET default_transaction_read_only = on');
+$node->reload;
+sleep 5;
+my $readonly_log = slurp_file($node->logfile, $log_offset);
+my $logged = () = $readonly_log =~ /claiming events failed: cannot execute/g;
+cmp_ok($logged, '>=', 1, 'a read-only primary: the failed claim is logged');
+cmp_ok($logged, '<=', 2, "at most once per worker in 5 s ($logged)");
+$node->safe_psql('postgres',
+	'SET default_transaction_read_only = off; ALTER SYSTEM RESET default_transaction_read_only');
+$node->reload;
+is(enqueue('after_readonly', 'plain'), 'queued', 'writable again: a delivery is queued');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'after_readonly'"),
+	'and the workers apply it');
 
 $node->stop;
 done_testing();
