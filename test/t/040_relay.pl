@@ -223,12 +223,8 @@ $node->safe_psql('postgres',
 	  . " mode => 'async', forward_to => '$base/apply', forward_secret => '$secret',"
 	  . " backoff => '100 milliseconds')");
 is(deliver('up_relay_only', 'relay-only-1'), 'queued', 'an event of a handler-less forwarding source queued');
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT status FROM webhook_idem.events WHERE source = 'up_relay_only'") eq 'applied';
-		},
-		60),
+ok( $node->poll_query_until(
+		'postgres', "SELECT status FROM webhook_idem.events WHERE source = 'up_relay_only'", 'applied'),
 	'the in-database workers applied it');
 ok(outbox_drained("source = 'up_relay_only'"), 'its forward drained');
 is(scalar(grep { ($_->{headers}{'webhook-id'} // '') eq 'relay-only-1' } received()),
