@@ -117,16 +117,16 @@ SELECT source, mode, queued, processing, applied, failed, dead FROM webhook_idem
 SELECT webhook_idem.drop_source('shop', true), webhook_idem.drop_source('shop_sync', true);
 DROP SCHEMA shop CASCADE;
 
--- What a backend remembers of its notifications is kept only for the
--- sources it notified within webhook_idem.notify_interval: a pooled
--- backend that queues for 1,500 async sources one after another (each
+-- What a backend remembers of its notifications is kept, past 256
+-- sources, only for those it notified within webhook_idem.notify_interval: a pooled
+-- backend that queues for 3,000 async sources one after another (each
 -- then dropped) stays small (it grew by about 256 bytes a source, for
 -- good). (A short interval, so that what it keeps does not depend on the
 -- machine's speed.)
 SET webhook_idem.notify_interval = '1ms';
 DO $$
 BEGIN
-  FOR i IN 1..1500 LOOP
+  FOR i IN 1..3000 LOOP
     PERFORM webhook_idem.register_source('churn_' || i, 'none', mode => 'async');
     PERFORM webhook_idem.apply_event('churn_' || i, '{"id": "x"}');
     COMMIT;
@@ -134,6 +134,6 @@ BEGIN
     COMMIT;
   END LOOP;
 END $$;
-SELECT coalesce(sum(total_bytes), 0) < 64 * 1024 AS notifications_bounded
+SELECT coalesce(sum(total_bytes), 0) < 256 * 1024 AS notifications_bounded
   FROM pg_backend_memory_contexts WHERE name = 'webhook_idem notifications';
 RESET webhook_idem.notify_interval;

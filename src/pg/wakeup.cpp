@@ -31,11 +31,17 @@ static uint64 xact_seq = 1;		/* counts this backend's transactions */
 static bool xact_notified = false;
 static bool callback_registered = false;
 
+/* Past this many sources remembered, a transaction's end drops those that
+ * no longer hold a notification back. */
+#define WI_NOTIFY_KEEP 256
+
 /* At the end of a transaction that sent notifications: records when they
- * went out (commit) or forgets them (abort), and drops the entries that no
- * longer hold a notification back (sent longer than notify_interval ago:
- * as good as none), so that the table holds only the sources notified
- * lately, not every async source this backend ever queued for. */
+ * went out (commit) or forgets them (abort). Once more than WI_NOTIFY_KEEP
+ * sources are remembered, drops the entries that hold nothing back now
+ * (sent longer than notify_interval ago: as good as none), so that the
+ * table holds the sources notified lately, not every async source this
+ * backend ever queued for. (Below that, every send is remembered, so that
+ * an interval raised later in the session counts from them too.) */
 static void
 NotifyXactEnd(XactEvent event, void *)
 {
@@ -49,6 +55,7 @@ NotifyXactEnd(XactEvent event, void *)
 		HASH_SEQ_STATUS seq;
 		NotifyEntry *e;
 		TimestampTz now = GetCurrentTimestamp();
+		bool		prune = hash_get_num_entries(notify_entries) > WI_NOTIFY_KEEP;
 
 		hash_seq_init(&seq, notify_entries);
 		while ((e = (NotifyEntry *) hash_seq_search(&seq)) != NULL)
@@ -59,7 +66,7 @@ NotifyXactEnd(XactEvent event, void *)
 					e->committed_at = now;
 				e->pending_xact = 0;
 			}
-			if (e->pending_xact == 0 &&
+			if (prune && e->pending_xact == 0 &&
 				(e->committed_at == 0 || wi_notify_interval_ms <= 0 ||
 				 TimestampDifferenceExceeds(e->committed_at, now, wi_notify_interval_ms)))
 				(void) hash_search(notify_entries, e->source, HASH_REMOVE, NULL);
