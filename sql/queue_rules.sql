@@ -208,3 +208,10 @@ SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'q_own
 SELECT webhook_idem.complete(id, attempts, '{"sent": true}') AS completed
   FROM webhook_idem.claim_next('q_own');
 SELECT event_id, status, attempts, result FROM webhook_idem.events WHERE source = 'q_own';
+-- The rule is an async source's: a sync source with no handler is applied
+-- by the workers as ever (a replayed event's record is its whole effect).
+SELECT source FROM webhook_idem.register_source('q_plain_sync', 'none');
+SELECT status FROM webhook_idem.apply_event('q_plain_sync', '{"id": "p1"}');
+SELECT webhook_idem.replay('q_plain_sync', 'p1', force => true) AS replayed;
+SELECT webhook_idem.process_pending('q_plain_sync') AS processed;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'q_plain_sync';

@@ -111,6 +111,17 @@ ApplyClaimedEvent(int64 id, int32 attempt, const char *source, const char *event
 	if (row.status != WI_PROCESSING || row.attempts != attempt ||
 		strcmp(row.source, source) != 0 || strcmp(row.event_id, event_id) != 0)
 		return false;
+	/* Made a queue for workers of your own since it was claimed (its
+	 * handler or forward_to removed): handed back to them at once, its
+	 * lease ended, the attempt spent as a worker's that died would be;
+	 * never recorded applied with its work undone. */
+	if (!AppliedInDatabase(src))
+	{
+		static const Interval ended = {0, 0, 0};
+
+		(void) ExtendLease(id, attempt, &ended);
+		return false;
+	}
 	/* claim_next counted the attempt already: run attempt number
 	 * `attempt`, not one more. */
 	row.attempts = attempt - 1;

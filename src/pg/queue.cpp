@@ -611,7 +611,7 @@ static bool claim_as_in_database_worker = false;
 bool
 AppliedInDatabase(const WiSource *src)
 {
-	return src->handler_name != NULL || SourceMayForward(src->name);
+	return !src->async || src->handler_name != NULL || SourceMayForward(src->name);
 }
 
 void

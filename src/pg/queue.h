@@ -203,10 +203,11 @@ void		DueScanSkipSource(DueScan *scan, const char *source_name);
 bool		TakeDueEvent(const EventRow *row, WiSource **src);
 
 /* Whether the in-database workers and process_pending apply the events of
- * this source: it has a handler to run or a forward_to to send them to.
- * An async source with neither is a queue for workers of your own
- * (claim_next, then complete): recording its events applied would drop
- * their work, so those two leave them to claim_next. Needs SPI. */
+ * this source: it is sync (a replayed event's record is its whole effect),
+ * or has a handler to run or a forward_to to send them to. An async source
+ * with neither is a queue for workers of your own (claim_next, then
+ * complete): recording its events applied would drop their work, so those
+ * two leave them to claim_next. Needs SPI. */
 bool		AppliedInDatabase(const WiSource *src);
 
 /* While on, claim_next claims as an in-database worker: it passes over the

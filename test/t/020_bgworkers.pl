@@ -130,6 +130,60 @@ is( $node->safe_psql(
 	'1000/1000',
 	'every event of the burst applied exactly once');
 
+# 2b. A source made a queue of your own (its handler removed) while a
+# worker holds a claim of its events (after the burst, so that both
+# workers claim in batches; one is kept busy first, so that the other
+# holds the claim behind a slow handler, its leases out of reach): the events not yet applied are handed
+# back (their lease ended), claimable at once; none is recorded applied
+# with its handler never run.
+$node->safe_psql('postgres',
+	    "SELECT FROM webhook_idem.register_source(source => 'bg_sw', scheme => 'none', mode => 'async',"
+	  . " handler => 'on_event(jsonb)'::regprocedure, max_attempts => 3)");
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('SELECT pg_advisory_lock(42)');
+enqueue('sw_busy', 'slow');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'
+   AND wait_event_type = 'Lock' AND wait_event = 'advisory'}),
+	'one worker is kept busy in a slow handler');
+$node->safe_psql('postgres', q{
+BEGIN;
+SELECT webhook_idem.apply_event('bg_sw', convert_to('{"id": "sw_slow", "type": "slow"}', 'UTF8'));
+SELECT webhook_idem.apply_event('bg_sw', convert_to('{"id": "sw' || i || '"}', 'UTF8'))
+  FROM generate_series(1, 20) i;
+COMMIT});
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'webhook_idem worker'
+         AND wait_event_type = 'Lock' AND wait_event = 'advisory') = 2
+   AND EXISTS (SELECT FROM webhook_idem.events WHERE source = 'bg_sw' AND event_id <> 'sw_slow'
+                AND status = 'processing')}),
+	'a worker holds a claim of the source\'s events behind a slow handler');
+$node->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'bg_sw', scheme => 'none', mode => 'async', max_attempts => 3)");
+$holder->query_safe('SELECT pg_advisory_unlock(42)');
+$holder->quit;
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) = 2 FROM webhook_idem.events WHERE event_id IN ('sw_slow', 'sw_busy') AND status = 'applied'"),
+	'the slow handlers, already running, finished');
+ok( $node->poll_query_until(
+		'postgres', q{
+SELECT count(*) = 0 FROM webhook_idem.events
+ WHERE source = 'bg_sw' AND status = 'processing' AND lease_until > now()}),
+	'no lease of the source is held any more');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM webhook_idem.events e
+ WHERE source = 'bg_sw' AND status = 'applied'
+   AND NOT EXISTS (SELECT FROM applied_log l WHERE l.event_id = e.event_id)}),
+	'0', 'no event of it is recorded applied without its handler having run');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT (SELECT count(*) FROM webhook_idem.events WHERE source = 'bg_sw' AND status = 'applied')
+     + (SELECT count(*) FROM webhook_idem.claim_next('bg_sw', '1 minute', 100))}),
+	'21', 'every other one is claimable by workers of your own');
+
 # 3. A poisoned event: failed, retried with backoff, dead after 3 attempts;
 # the queue goes on around it.
 enqueue('poison', 'poison');
