@@ -366,15 +366,11 @@ RunGuarded(void (*step)(void *), void *arg, const char *what, int64 id, const ch
 		pgstat_report_activity(STATE_IDLE, NULL);
 		error = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
 		FreeErrorData(edata);
-		if (!log)
-			;					/* the caller logs it */
-		else if (id != 0)
+		if (log)				/* (else the caller logs it) */
 			ereport(LOG,
-					(errmsg("webhook_idem worker: %s %lld failed: %s", what, (long long) id, error),
-					 detail ? errdetail_internal("%s", detail) : 0));
-		else
-			ereport(LOG,
-					(errmsg("webhook_idem worker: %s failed: %s", what, error),
+					(id != 0 ?
+					 errmsg("webhook_idem worker: %s %lld failed: %s", what, (long long) id, error) :
+					 errmsg("webhook_idem worker: %s failed: %s", what, error),
 					 detail ? errdetail_internal("%s", detail) : 0));
 	}
 	PG_END_TRY();
@@ -429,6 +425,8 @@ static char *claim_error = NULL;
 static TimestampTz claim_error_logged_at = 0;
 static int64 claim_error_repeats = 0;
 
+static void ForgetClaimFailure(void);
+
 /*
  * Logs a failed claim, which the worker tries again a second later: one
  * that fails again the same way (a primary made read-only with
@@ -451,10 +449,18 @@ LogClaimFailure(const char *error)
 			 claim_error_repeats > 0 ?
 			 errdetail("The same error came back %lld times since it was last logged.",
 					   (long long) claim_error_repeats) : 0));
-	if (claim_error != NULL)
-		pfree(claim_error);
+	ForgetClaimFailure();
 	claim_error = MemoryContextStrdup(TopMemoryContext, error);
 	claim_error_logged_at = now;
+}
+
+/* A claim succeeded: the next failure is logged whatever it is. */
+static void
+ForgetClaimFailure(void)
+{
+	if (claim_error != NULL)
+		pfree(claim_error);
+	claim_error = NULL;
 	claim_error_repeats = 0;
 }
 
@@ -476,12 +482,7 @@ ClaimBatch(ClaimedEvent *claimed, int max, bool *ready, bool *failed)
 		pfree(error);
 		return 0;
 	}
-	if (claim_error != NULL)
-	{
-		pfree(claim_error);
-		claim_error = NULL;
-		claim_error_repeats = 0;
-	}
+	ForgetClaimFailure();
 	*ready = a.ready;
 	return a.n;
 }

@@ -27,10 +27,10 @@ PG_FUNCTION_INFO_V1(webhook_idem_process_pending);
 static bool
 ProcessOne(const EventRow *row)
 {
-	WiSource   *src;
+	WiSource   *src = LookupSource(row->source);
 	WiHandlerResult res;
 
-	if (!TakeDueEvent(row, &src))
+	if (src == NULL || !TakeDueEvent(row, src))
 		return false;
 	if (BurySpentEvent(src, row, false))
 		return true;

@@ -479,24 +479,21 @@ OrderAdvances(void)
 }
 
 bool
-TakeDueEvent(const EventRow *row, WiSource **src)
+TakeDueEvent(const EventRow *row, const WiSource *src)
 {
-	*src = LookupSource(row->source);
-	if (*src == NULL)
-		return false;
 	if (!LockEvent(row->source, row->event_id, false))
 		return false;
 	/* The row has been locked for us since DueScanNext read it: a
 	 * delivery that applied it, a failure that set its retry time or a
 	 * worker's lease would have had to take the row lock first. */
-	if (!EventIsDue(row) || LastAttemptHeldElsewhere(*src, row))
+	if (!EventIsDue(row) || LastAttemptHeldElsewhere(src, row))
 		return false;
 	/* Ordered sources: only its entity's head, never two of one entity at
 	 * once; one found stale is recorded so and not taken. The due scan's
 	 * head rule was read with the cursor's snapshot: TakeOrderedEvent
 	 * checks it again under the entity's lock. Not on Citus, where the
 	 * head rule cannot run (docs/scale-out.md). */
-	if ((*src)->ordering != NULL && !EventsDistributed())
+	if (src->ordering != NULL && !EventsDistributed())
 	{
 		WiOrderKey	key;
 
@@ -666,7 +663,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 			DueScanSkipSource(&scan, row.source);
 			continue;
 		}
-		if (!TakeDueEvent(&row, &src))
+		if (!TakeDueEvent(&row, src))
 		{
 			DueScanSkipEvent(&scan, id);
 			continue;

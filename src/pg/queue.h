@@ -195,12 +195,12 @@ void		DueScanSkipEvent(DueScan *scan, int64 id);
 /* Passes over a source for the rest of the call. */
 void		DueScanSkipSource(DueScan *scan, const char *source_name);
 
-/* Takes the event DueScanNext row-locked and read into *row for a worker:
- * its claim lock too (never waiting: a worker skips what a delivery or
- * another worker holds). The row lock, held since the read, kept every
- * writer off it, so *row is still its state. True, with *src, if it is due
- * and its source exists; false if it is not ours to take. */
-bool		TakeDueEvent(const EventRow *row, WiSource **src);
+/* Takes the event DueScanNext row-locked and read into *row for a worker,
+ * src its source (LookupSource): its claim lock too (never waiting: a
+ * worker skips what a delivery or another worker holds). The row lock, held
+ * since the read, kept every writer off it, so *row is still its state.
+ * True if it is due; false if it is not ours to take. */
+bool		TakeDueEvent(const EventRow *row, const WiSource *src);
 
 /* Whether the in-database workers and process_pending apply the events of
  * this source: it is sync (a replayed event's record is its whole effect),
