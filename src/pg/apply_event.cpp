@@ -72,6 +72,7 @@ static void
 FirstDeliveryRow(EventRow *row, const WiSource *src, const char *event_id,
 				 WiEventStatus status, Jsonb *payload, bytea *sha, TimestampTz now)
 {
+	RequireEventWrites("record a delivery");
 	memset(row, 0, sizeof(*row));
 	row->id = NextEventId();
 	row->source = src->name;

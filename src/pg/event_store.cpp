@@ -289,6 +289,19 @@ LookupEvent(const char *source, const char *event_id, EventRow *row)
 	return true;
 }
 
+void
+RequireEventWrites(const char *what)
+{
+	if (!XactReadOnly)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("webhook_idem cannot %s in a read-only transaction", what),
+			 RecoveryInProgress() ?
+			 errdetail("This server is a hot standby: events are recorded on the primary.") : 0,
+			 errhint("Send deliveries to the primary. A receiver answers 503, so that the sender retries.")));
+}
+
 bool
 LockEventRow(int64 id, bool skip_locked, EventRow *row)
 {
@@ -303,10 +316,12 @@ LockEventRow(int64 id, bool skip_locked, EventRow *row)
 				   EventSelect(&wait_sql, "WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"),
 				   1, argtypes);
 	Datum		arg = Int64GetDatum(id);
-	int			rc = ExecuteForEvent(plan, skip_locked ? &routed_lock_skip_plan : &routed_lock_plan,
-									 skip_locked ? skip_sql : wait_sql, id, 1, argtypes, &arg,
-									 NULL, 1, SPI_OK_SELECT);
+	int			rc;
 
+	RequireEventWrites("lock an event");
+	rc = ExecuteForEvent(plan, skip_locked ? &routed_lock_skip_plan : &routed_lock_plan,
+						 skip_locked ? skip_sql : wait_sql, id, 1, argtypes, &arg,
+						 NULL, 1, SPI_OK_SELECT);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -400,6 +415,7 @@ BumpDeliveries(int64 id, bool make_due)
 	TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
 	int			rc;
 
+	RequireEventWrites("record a delivery");
 	if (EventsDistributed())
 	{
 		/* Citus refuses now() inside a CASE of an UPDATE: it is passed. */
@@ -617,6 +633,7 @@ ExtendLease(int64 id, int32 attempt, const Interval *lease)
 	TimestampTzGetDatum(GetCurrentTimestamp())};
 	int			rc;
 
+	RequireEventWrites("extend a lease");
 	if (EventsDistributed())
 	{
 		/* Citus refuses clock_timestamp() in an UPDATE: the time is passed. */

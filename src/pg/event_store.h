@@ -76,6 +76,13 @@ bool		LeaseEventDirect(EventRow *row, const Interval *lease);
  * such event, -1 use LockEventRow. */
 int			LockEventDirect(const char *source, const char *event_id, int64 id, EventRow *row);
 
+/* Raises 25006 (read_only_sql_transaction) if this transaction may not
+ * write, before the event model is written to ("record a delivery", "claim
+ * events"...): one clear error on a hot standby or under
+ * default_transaction_read_only, instead of that of whichever statement
+ * would have written first (a nextval(), a SELECT FOR UPDATE). */
+void		RequireEventWrites(const char *what);
+
 /* Row-locks the event with this id and reads its latest state; with
  * skip_locked, returns false at once if someone else holds it. */
 bool		LockEventRow(int64 id, bool skip_locked, EventRow *row);

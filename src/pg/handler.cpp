@@ -191,7 +191,7 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		return result;			/* no handler: recording the event is the effect */
 	/* Nothing of a run could be recorded (25006, before the handler runs
 	 * and does what a rollback does not undo). */
-	PreventCommandIfReadOnly("a webhook_idem handler");
+	RequireEventWrites("run a handler");
 	if (event->row.payload == NULL)
 		return Failure(pstrdup("the event's payload was cleared (payload_retention)"));
 	if (!OidIsValid(src->handler))

@@ -137,6 +137,7 @@ EntityHeads(const int64 *ids, int n, int64 **out, int *cap, MemoryContext cxt)
 void
 DueScanInit(DueScan *scan, text *source, bool follow_last)
 {
+	RequireEventWrites("claim events");
 	memset(scan, 0, sizeof(*scan));
 	scan->source = source;
 	scan->cap_skip = 16;
