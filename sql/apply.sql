@@ -99,7 +99,7 @@ SELECT status, http_status, attempts, detail FROM pg_temp.deliver(:'poison');
 SELECT status, http_status, attempts, detail FROM pg_temp.deliver(:'poison');
 SELECT status, http_status, attempts, detail FROM pg_temp.deliver(:'poison');
 SELECT status, http_status, attempts, detail FROM pg_temp.deliver(:'poison');
-SELECT event_id, attempts, deliveries, last_error FROM webhook_idem.dead_letters;
+SELECT event_id, attempts, deliveries, last_error, kind FROM webhook_idem.dead_letters;
 SELECT balance FROM billing.accounts;
 
 -- A caller whose own transaction rolls back leaves no trace.

@@ -113,6 +113,17 @@ SELECT status, count(*) FROM webhook_idem.events WHERE source LIKE 'shop%' GROUP
 
 SELECT source, mode, queued, processing, applied, failed, dead FROM webhook_idem.stats
  WHERE source LIKE 'shop%' ORDER BY 1;
+-- oldest_waiting_age: now() minus the oldest received_at of a queued,
+-- processing or failed event (the dead one, older still, is not waiting).
+UPDATE webhook_idem.events SET received_at = now() - CASE
+         WHEN status = 'dead' THEN interval '3 hours'
+         WHEN event_id = (SELECT min(event_id) FROM webhook_idem.events
+                           WHERE source = 'shop' AND status = 'failed') THEN interval '2 hours'
+         ELSE interval '1 hour' END
+ WHERE source LIKE 'shop%';
+SELECT source, oldest_waiting_age >= interval '2 hours' AND oldest_waiting_age < interval '2 hours 1 minute' AS two_hours,
+       oldest_waiting_age >= interval '1 hour' AND oldest_waiting_age < interval '1 hour 1 minute' AS one_hour
+  FROM webhook_idem.stats WHERE source LIKE 'shop%' ORDER BY 1;
 
 SELECT webhook_idem.drop_source('shop', true), webhook_idem.drop_source('shop_sync', true);
 DROP SCHEMA shop CASCADE;

@@ -88,7 +88,19 @@ SELECT source, event_id, payload FROM pg_temp.outbox() WHERE source = 'rl_batch'
 -- a fresh budget).
 UPDATE webhook_idem.forwards SET status = 'dead', attempts = 3 WHERE event_id = 's1';
 SELECT event_id, attempts, last_error FROM webhook_idem.dead_forwards;
+-- dead_letters shows everything dead that waits for a person (SPEC 3b): the
+-- dead forward too, by its event's id (dead events: test apply), and the
+-- metric counts it; replayed, it is gone from both.
+SELECT d.source, d.event_id, d.kind, d.attempts, d.deliveries,
+       d.id = (SELECT e.id FROM webhook_idem.events e
+                WHERE e.source = d.source AND e.event_id = d.event_id) AS the_events_id
+  FROM webhook_idem.dead_letters d ORDER BY d.source, d.event_id;
+SELECT line FROM regexp_split_to_table(webhook_idem.metrics(), E'\n') AS line
+ WHERE line LIKE 'webhook_idem_dead_letters{source="rl_%' ORDER BY line;
 SELECT webhook_idem.replay('rl_sync', 's1');
+SELECT count(*) AS dead_letters_of_s1 FROM webhook_idem.dead_letters WHERE event_id = 's1';
+SELECT line FROM regexp_split_to_table(webhook_idem.metrics(), E'\n') AS line
+ WHERE line LIKE 'webhook_idem_dead_letters{source="rl_sync"%';
 SELECT event_id, status, attempts, attempts_base FROM webhook_idem.forwards WHERE event_id = 's1';
 SELECT webhook_idem.replay('rl_sync', 's1');  -- nothing dead any more
 UPDATE webhook_idem.forwards SET status = 'sending' WHERE event_id = 's1';

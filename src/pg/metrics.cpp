@@ -104,12 +104,13 @@ AppendGauges(StringInfo out)
 	static const char *const helps[3] = {
 		"Events waiting for a worker or a retry (queued, processing or failed), by source.",
 		"Age of the oldest event that is due for a worker now (0 if none), by source.",
-		"Events whose attempts are exhausted (webhook_idem.dead_letters), by source."
+		"Dead events and dead forwards (webhook_idem.dead_letters), by source."
 	};
 	int			rc;
 
 	/* Both aggregates read only the partial indexes of unfinished and dead
-	 * events, never the applied ones. The age is a difference of epochs, so
+	 * events, never the applied ones (and the outbox, for dead forwards:
+	 * dead_letters shows both). The age is a difference of epochs, so
 	 * that a -infinity written into next_attempt_at gives +Inf, not an
 	 * interval out of range for every caller. */
 	(void) KeepPlan(&gauges_plan,
@@ -125,9 +126,9 @@ AppendGauges(StringInfo out)
 					"   FROM webhook_idem.events e"
 					"  WHERE e.status OPERATOR(pg_catalog.=) ANY (" WI_UNFINISHED_STATUSES ")"
 					"  GROUP BY e.source) w ON w.source OPERATOR(pg_catalog.=) s.source"
-					" LEFT JOIN (SELECT e.source, pg_catalog.count(*) AS dead"
-					"   FROM webhook_idem.events e WHERE e.status OPERATOR(pg_catalog.=) 'dead'"
-					"  GROUP BY e.source) d ON d.source OPERATOR(pg_catalog.=) s.source"
+					" LEFT JOIN (SELECT d.source, pg_catalog.count(*) AS dead"
+					"   FROM webhook_idem.dead_letters d"
+					"  GROUP BY d.source) d ON d.source OPERATOR(pg_catalog.=) s.source"
 					" ORDER BY s.source",
 					0, NULL);
 	rc = SPI_execute_plan(gauges_plan, NULL, NULL, true, 0);

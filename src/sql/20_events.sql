@@ -41,11 +41,8 @@ CREATE INDEX events_due_idx ON webhook_idem.events (next_attempt_at)
 CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
   WHERE status IN ('queued', 'processing', 'failed');
 
-CREATE VIEW webhook_idem.dead_letters AS
-  SELECT id, source, event_id, payload, deliveries, attempts, received_at, last_error
-    FROM webhook_idem.events
-   WHERE status = 'dead';
-COMMENT ON VIEW webhook_idem.dead_letters IS 'Events whose attempts are exhausted: replay them with webhook_idem.replay';
+-- webhook_idem.dead_letters, which also shows dead forwards, is made with
+-- the outbox (60_forward.sql).
 
 -- Duplicates of applied events write nothing to their row; when the
 -- library is preloaded they are counted in shared memory (NULL otherwise).

@@ -47,6 +47,23 @@ CREATE VIEW webhook_idem.dead_forwards AS
    WHERE status = 'dead';
 COMMENT ON VIEW webhook_idem.dead_forwards IS 'Forwards whose attempts are exhausted: replay(source, event_id) sends them again';
 
+-- Everything dead that waits for a person (SPEC 3b): events whose
+-- handler's attempts are exhausted, and forwards of applied events whose
+-- requests are (kind 'forward': id is the event's, received_at when it
+-- was applied and its forward written, deliveries NULL). replay(source,
+-- event_id) takes either back.
+CREATE VIEW webhook_idem.dead_letters AS
+  SELECT id, source, event_id, payload, deliveries, attempts, received_at, last_error,
+         'event'::text AS kind
+    FROM webhook_idem.events
+   WHERE status = 'dead'
+  UNION ALL
+  SELECT event_pk, source, event_id, payload, NULL::integer, attempts, created_at, last_error,
+         'forward'::text
+    FROM webhook_idem.forwards
+   WHERE status = 'dead';
+COMMENT ON VIEW webhook_idem.dead_letters IS 'Dead events and dead forwards (kind): replay(source, event_id) takes them back';
+
 -- The registration rule, the one the sender applies again before each
 -- request (the tables may be written directly): both or neither of
 -- forward_to (an http:// or https:// URL) and forward_secret (whsec_...),

@@ -388,6 +388,10 @@ like(
 	$node->safe_psql('postgres',
 		"SELECT attempts || ' ' || last_error FROM webhook_idem.dead_forwards WHERE event_id = 'hang-1'"),
 	qr/^3 timed out/, 'dead_forwards shows three attempts, timed out');
+like(
+	$node->safe_psql('postgres',
+		"SELECT kind || ' ' || attempts || ' ' || last_error FROM webhook_idem.dead_letters WHERE event_id = 'hang-1'"),
+	qr/^forward 3 timed out/, 'and so does dead_letters, where everything dead waits (SPEC 3b)');
 is(scalar(received_for('/hang', 'hang-1')), 3, 'the downstream saw three requests');
 is(HTTP::Tiny->new->get("$base/control?hang=0")->{content}, 'hang=0', 'the downstream answers again');
 is($node->safe_psql('postgres', "SELECT webhook_idem.replay('up_hang', 'hang-1')"), 't', 'replay');

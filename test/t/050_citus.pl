@@ -546,6 +546,8 @@ is($w1->safe_psql('postgres', deliver_sql('once_src', 'dead-1', ', "fail": 1')),
 	'dead', 'a failing event of a one-attempt source is dead (delivered through worker1)');
 is($w2->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.dead_letters WHERE event_id = 'dead-1'"),
 	'1', 'worker2 sees it in dead_letters');
+like($coord->safe_psql('postgres', 'SELECT webhook_idem.metrics()'),
+	qr/^webhook_idem_dead_letters\{source="once_src"\} 1$/m, 'and metrics() on the coordinator counts it');
 is($coord->safe_psql('postgres', "SELECT count(*) FROM app.applied WHERE event_id = 'dead-1'"),
 	'0', "the failed handler's effect (on another node) was undone with its savepoint");
 is($coord->safe_psql('postgres', "SELECT webhook_idem.replay('once_src', 'dead-1')"),
