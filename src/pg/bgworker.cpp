@@ -23,6 +23,7 @@
 #include "pg/shared_state.h"
 
 extern "C" {
+#include "catalog/pg_database.h"
 #include "commands/extension.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -556,6 +557,29 @@ BatchSize(double avg_apply_us)
 	return n >= WI_CLAIM_BATCH ? WI_CLAIM_BATCH : (n < 1 ? 1 : (int) n);
 }
 
+/*
+ * True if the database this worker connected to is a template (template1,
+ * or one made with IS_TEMPLATE): a connection to it, held for good, would
+ * keep every CREATE DATABASE that copies it from running ("source database
+ * is being accessed by other users").
+ */
+static bool
+ConnectedToTemplate(void)
+{
+	HeapTuple	tup;
+	bool		is_template = false;
+
+	StartTransactionCommand();
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	if (HeapTupleIsValid(tup))
+	{
+		is_template = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+		ReleaseSysCache(tup);
+	}
+	CommitTransactionCommand();
+	return is_template;
+}
+
 /* The entry point of an in-database worker. */
 extern "C" void
 webhook_idem_worker_main(Datum main_arg)
@@ -574,6 +598,16 @@ webhook_idem_worker_main(Datum main_arg)
 		ereport(WARNING,
 				(errmsg("webhook_idem worker could not lower its CPU priority: %m")));
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
+	if (ConnectedToTemplate())
+	{
+		/* Exit code 0: not started again until the server restarts. */
+		ereport(LOG,
+				(errmsg("webhook_idem worker %d stops: database \"%s\" is a template", slot + 1,
+						wi_database),
+				 errdetail("A worker connected to it would keep CREATE DATABASE from copying it."),
+				 errhint("Set webhook_idem.database to the database of your sources, and restart the server.")));
+		proc_exit(0);
+	}
 	AnnounceWorker(slot, MyDatabaseId);
 	elog(LOG, "webhook_idem worker %d started in database \"%s\"", slot + 1, wi_database);
 
