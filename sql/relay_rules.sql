@@ -94,7 +94,7 @@ SELECT event_id, attempts, last_error FROM webhook_idem.dead_forwards;
 SELECT d.source, d.event_id, d.kind, d.attempts, d.deliveries,
        d.id = (SELECT e.id FROM webhook_idem.events e
                 WHERE e.source = d.source AND e.event_id = d.event_id) AS the_events_id
-  FROM webhook_idem.dead_letters d ORDER BY d.source, d.event_id;
+  FROM webhook_idem.dead_letters d WHERE d.source LIKE 'rl_%' ORDER BY d.source, d.event_id;
 SELECT line FROM regexp_split_to_table(webhook_idem.metrics(), E'\n') AS line
  WHERE line LIKE 'webhook_idem_dead_letters{source="rl_%' ORDER BY line;
 SELECT webhook_idem.replay('rl_sync', 's1');
