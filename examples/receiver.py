@@ -49,6 +49,7 @@ def query(sql, args=()):
 
 class Receiver(BaseHTTPRequestHandler):
     head = False  # a HEAD request: headers only
+    default_request_version = "HTTP/1.0"  # a request line that is none gets a status line, not HTTP/0.9's bare body
 
     def answer(self, code, reply, reply_type):
         reply = reply.encode()
@@ -69,7 +70,13 @@ class Receiver(BaseHTTPRequestHandler):
     def refuse(self, code, status, detail):
         self.answer(code, json.dumps({"status": status, "event_id": None, "detail": detail}), "application/json")
 
+    def send_error(self, code, message=None, explain=None):  # what the HTTP parser refuses: the same JSON shape
+        self.close_connection = True
+        self.refuse(code, "bad_request" if code < 500 else "error", message or self.responses.get(code, ("error",))[0])
+
     def do_POST(self):  # every method: the database is told which one came
+        if not self.path.isascii():  # raw bytes in the path: a sender percent-encodes them
+            return self.refuse(400, "bad_request", "the path is not percent-encoded")
         route = ROUTE.match(self.path.split("?")[0])
         if not route:
             return self.refuse(404, "not_found", "POST to /webhooks/<source>")
@@ -83,10 +90,11 @@ class Receiver(BaseHTTPRequestHandler):
             return self.refuse(411, "length_required", "this layer reads bodies with a Content-Length")
         if self.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity"):
             return self.refuse(415, "unsupported_encoding", "this layer passes bodies as sent, not encoded")
-        length = self.headers.get("Content-Length") or "0"
-        if not length.isdigit():  # negative, or not a number: the body cannot be read
-            self.close_connection = True
-            return self.refuse(400, "bad_request", "Content-Length is not a length")
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        length = lengths[0]
+        if len(lengths) > 1 or not re.fullmatch(r"[0-9]+", length):  # negative, not a number, or two:
+            self.close_connection = True  # the body cannot be read (or a proxy may read another)
+            return self.refuse(400, "bad_request", "Content-Length is not one length")
         if int(length) > MAX_BODY:
             self.close_connection = True
             self.drop_body(min(int(length), MAX_DRAIN))  # a sender still writing gets the answer, not a reset
@@ -117,6 +125,7 @@ class Receiver(BaseHTTPRequestHandler):
         row, error = query("SELECT webhook_idem.metrics()")
         self.answer(200 if row else 503, row[0] if row else error + "\n", "text/plain; version=0.0.4")
 
+ThreadingHTTPServer.request_queue_size = 1024  # the listen backlog: socketserver's 5 resets a burst
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 8080), Receiver)
 print("listening on http://127.0.0.1:%d/webhooks/<source>" % server.server_address[1], flush=True)
 server.serve_forever()

@@ -23,6 +23,7 @@ const APPLY = `SELECT status, http_status, event_id, detail, reply, reply_type
 const app = express();
 app.disable('x-powered-by');
 app.disable('etag'); // answers are never cached: no need to hash each one
+app.enable('case sensitive routing'); // /Webhooks/x is not /webhooks/x, as in the Python example
 
 // Every method (a handshake may be a GET), every content type kept as raw
 // bytes: the signature covers them. The limit sits above the database's
@@ -50,7 +51,9 @@ app.all('/webhooks/:source', rawBody, async (req, res) => {
     row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
   } catch (e) { // e.g. 40001 under SERIALIZABLE, or the database is down: the sender retries
     console.error(`database error ${e.code || ''}: ${e.message}`);
-    row = { status: 'error', http_status: 503, event_id: null, detail: e.code || 'database unavailable' };
+    // detail: the SQLSTATE of an error the database raised, else (the
+    // connection failed: ECONNREFUSED, ENOENT...) "database unavailable".
+    row = { status: 'error', http_status: 503, event_id: null, detail: (e.severity && e.code) || 'database unavailable' };
   }
   res.status(row.http_status);
   if (row.reply != null) { // a handshake, or the answer the sender expects
@@ -68,7 +71,7 @@ app.get('/metrics', async (req, res) => {
     res.send(Buffer.from(rows[0].text));
   } catch (e) {
     console.error(`database error ${e.code || ''}: ${e.message}`);
-    res.status(503).type('text/plain').send(e.code || 'database unavailable');
+    res.status(503).type('text/plain').send((e.severity && e.code) || 'database unavailable');
   }
 });
 

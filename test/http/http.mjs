@@ -270,7 +270,7 @@ function standardDelivery(id, payload) {
   // (0 if the connection closed without one, within 5 s).
   const raw = (text) => new Promise((resolve) => {
     const { hostname, port } = new URL(base);
-    const socket = net.connect(Number(port), hostname, () => socket.write(text));
+    const socket = net.connect(Number(port), hostname, () => socket.write(Buffer.from(text, 'latin1')));
     let got = '';
     const done = () => { socket.destroy(); resolve(Number((/^HTTP\/1\.[01] (\d{3})/.exec(got) || [])[1] || 0)); };
     socket.setTimeout(5000, done);
@@ -278,9 +278,43 @@ function standardDelivery(id, payload) {
     socket.on('error', done);
     socket.on('end', done);
   });
-  for (const length of ['-1', 'abc'])
-    check(`Content-Length: ${length}: HTTP 400`,
+  // Sends raw request text; resolves to the answer's status code, head and
+  // body (read until the layer closes, within 5 s).
+  const fetchRaw = (text) => new Promise((resolve) => {
+    const { hostname, port } = new URL(base);
+    const socket = net.connect(Number(port), hostname, () => socket.write(Buffer.from(text, 'latin1')));
+    let got = '';
+    const done = () => {
+      socket.destroy();
+      const cut = got.indexOf('\r\n\r\n');
+      resolve({ code: Number((/^HTTP\/1\.[01] (\d{3})/.exec(got) || [])[1] || 0),
+                head: cut < 0 ? got : got.slice(0, cut), body: cut < 0 ? '' : got.slice(cut + 4) });
+    };
+    socket.setTimeout(5000, done);
+    socket.on('data', (d) => { got += d; });
+    socket.on('error', done);
+    socket.on('end', done);
+  });
+  const jsonStatus = (text) => { try { return JSON.parse(text).status; } catch { return null; } };
+  // (\xb2, a superscript two, passes Python's str.isdigit: it crashed the
+  // Python layer, which answered nothing.)
+  for (const length of ['-1', 'abc', '\xb2', '2\r\nContent-Length: 5'])
+    check(`Content-Length: ${JSON.stringify(length)}: HTTP 400`,
           (await raw(`POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n{}`)) === 400);
+  // What the HTTP parser refuses is answered in the same JSON shape.
+  const parsed = await fetchRaw('HELLO\r\n\r\n');
+  check('a request line that is none: 400, JSON bad_request',
+        parsed.code === 400 && /application\/json/i.test(parsed.head) && jsonStatus(parsed.body) === 'bad_request', parsed.head);
+  const manyHeaders = await fetchRaw(`POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n${'X-H: n\r\n'.repeat(120)}Content-Length: 2\r\n\r\n{}`);
+  check('120 headers: answered in JSON (400 or 431)',
+        [400, 431, 401].includes(manyHeaders.code) && /application\/json/i.test(manyHeaders.head), manyHeaders.head);
+  // The route is case-sensitive, and a path of raw bytes is refused.
+  const cased = stripeDelivery(`evt_${run}_cased`);
+  const casedAnswer = await fetch(`${base}/Webhooks/stripe`, { method: 'POST', headers: cased.headers, body: cased.body });
+  check('/Webhooks/stripe: 404, not applied', casedAnswer.status === 404 && (await runs('stripe', `evt_${run}_cased`)) === 0,
+        casedAnswer.status);
+  check('a raw UTF-8 byte in the path: 400',
+        (await raw('POST /webhooks/st\xc3\xa9 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}')) === 400);
   for (const path of ['%00', '%ZZ', 'a%0Ab'])
     expectOutcome(`source ${path}`, await post(path, '{}', { 'Content-Type': 'application/json' }), 400, 'bad_request');
   const options = await post('stripe', '{}', { 'Content-Type': 'application/json' }, 'OPTIONS');
