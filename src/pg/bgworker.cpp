@@ -426,7 +426,16 @@ static char *claim_error = NULL;
 static TimestampTz claim_error_logged_at = 0;
 static int64 claim_error_repeats = 0;
 
-static void ForgetClaimFailure(void);
+/* A claim succeeded (or a failure was just logged): the next failure is
+ * logged whatever it is. */
+static void
+ForgetClaimFailure(void)
+{
+	if (claim_error != NULL)
+		pfree(claim_error);
+	claim_error = NULL;
+	claim_error_repeats = 0;
+}
 
 /*
  * Logs a failed claim, which the worker tries again a second later: one
@@ -453,16 +462,6 @@ LogClaimFailure(const char *error)
 	ForgetClaimFailure();
 	claim_error = MemoryContextStrdup(TopMemoryContext, error);
 	claim_error_logged_at = now;
-}
-
-/* A claim succeeded: the next failure is logged whatever it is. */
-static void
-ForgetClaimFailure(void)
-{
-	if (claim_error != NULL)
-		pfree(claim_error);
-	claim_error = NULL;
-	claim_error_repeats = 0;
 }
 
 /*
