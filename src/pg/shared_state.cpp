@@ -1,11 +1,15 @@
 /*
  * shared_state.cpp - the cluster-wide shared memory of a preloaded
- * webhook_idem: outcome counters per (database, source). Slots are taken
- * once and never given back (sources are few and long-lived); counters are
+ * webhook_idem: outcome counters per (database, source). A slot is taken
+ * by the first answer of its source and kept while the source and its
+ * database exist; once every slot is taken, those of dropped sources and
+ * databases are given back (ReclaimSlots) for new sources. Counters are
  * atomics, so counting takes no lock and writes nothing to disk. The
  * counters start at zero with the server, as Prometheus counters may.
  */
 #include "pg/shared_state.h"
+
+#include "pg/webhook_idem.h"
 
 extern "C" {
 #include "port/atomics.h"
@@ -14,7 +18,10 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "executor/spi.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
 }
 
 /* How many (database, source) pairs are counted; later ones are not. */
@@ -28,7 +35,7 @@ static const char *const outcome_names[WI_N_OUTCOMES] = {
 
 typedef struct CounterSlot
 {
-	Oid			dbid;
+	Oid			dbid;			/* InvalidOid: given back (ReclaimSlots) */
 	bool		unknown;
 	char		source[129];
 	pg_atomic_uint64 outcomes[WI_N_OUTCOMES];
@@ -50,6 +57,7 @@ typedef struct SharedState
 	LWLock	   *lock;			/* taken only to add a slot */
 	pg_atomic_uint32 n_slots;	/* slots below this are filled in */
 	pg_atomic_uint64 dropped;	/* counts that found no free slot */
+	pg_atomic_uint64 reclaimed_at;	/* when ReclaimSlots last looked */
 	CounterSlot slots[WI_COUNTER_SLOTS];
 	/* The workers: their database and latches (NULL: not running), and
 	 * whether a wake-up is pending (1) since they last looked for work. */
@@ -104,6 +112,7 @@ StartupShmem(void)
 		shared->lock = &(GetNamedLWLockTranche("webhook_idem"))->lock;
 		pg_atomic_init_u32(&shared->n_slots, 0);
 		pg_atomic_init_u64(&shared->dropped, 0);
+		pg_atomic_init_u64(&shared->reclaimed_at, 0);
 		pg_atomic_init_u32(&shared->wakeup, 0);
 		for (int i = 0; i < WI_MAX_WORKERS; i++)
 			SpinLockInit(&shared->claims[i].mutex);
@@ -141,11 +150,45 @@ FindSlot(const char *source, bool unknown, uint32 n)
 	{
 		CounterSlot *s = &shared->slots[i];
 
-		if (s->dbid == MyDatabaseId && s->unknown == unknown &&
-			(unknown || strcmp(s->source, source) == 0))
+		if (s->dbid != MyDatabaseId)
+			continue;
+		pg_read_barrier();		/* the name written before dbid (TakeSlot) */
+		if (s->unknown == unknown && (unknown || strcmp(s->source, source) == 0))
 			return s;
 	}
 	return NULL;
+}
+
+/* Under the lock, with n slots filled in: gives (this database, source) a
+ * slot, the next one or one given back (its counters zeroed); NULL if
+ * there is none. */
+static CounterSlot *
+TakeSlot(const char *source, bool unknown, uint32 n)
+{
+	CounterSlot *s = NULL;
+
+	if (n < WI_COUNTER_SLOTS)
+		s = &shared->slots[n];
+	else
+		for (uint32 i = 0; i < n && s == NULL; i++)
+			if (shared->slots[i].dbid == InvalidOid)
+				s = &shared->slots[i];
+	if (s == NULL)
+		return NULL;
+	for (int k = 0; k < WI_N_OUTCOMES; k++)
+		pg_atomic_write_u64(&s->outcomes[k], 0);
+	pg_atomic_write_u64(&s->handler_runs, 0);
+	pg_atomic_write_u64(&s->handler_usec, 0);
+	s->unknown = unknown;
+	strlcpy(s->source, unknown ? "" : source, sizeof(s->source));
+	pg_write_barrier();
+	s->dbid = MyDatabaseId;
+	if (n < WI_COUNTER_SLOTS)
+	{
+		pg_write_barrier();
+		pg_atomic_write_u32(&shared->n_slots, n + 1);
+	}
+	return s;
 }
 
 /* The slot of (this database, source), taken if need be; NULL if full. */
@@ -165,17 +208,85 @@ SlotFor(const char *source)
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	n = pg_atomic_read_u32(&shared->n_slots);
 	s = FindSlot(source, unknown, n);
-	if (s == NULL && n < WI_COUNTER_SLOTS)
-	{
-		s = &shared->slots[n];
-		s->dbid = MyDatabaseId;
-		s->unknown = unknown;
-		strlcpy(s->source, unknown ? "" : source, sizeof(s->source));
-		pg_write_barrier();
-		pg_atomic_write_u32(&shared->n_slots, n + 1);
-	}
+	if (s == NULL)
+		s = TakeSlot(source, unknown, n);
 	LWLockRelease(shared->lock);
 	return s;
+}
+
+/* A slot's owner, as copied under the lock. */
+typedef struct SlotOwner
+{
+	Oid			dbid;
+	bool		unknown;
+	char		source[sizeof(((CounterSlot *) NULL)->source)];
+} SlotOwner;
+
+/*
+ * Every slot is taken: gives back those whose database was dropped, and
+ * those of this database's sources that are gone (drop_source, or a row
+ * deleted from webhook_idem.sources), as the catalog says now; a
+ * misconfigured source keeps its slot. At most once a second in the
+ * cluster, so that a server with more live sources than slots does not
+ * look at every answer. Needs a transaction. True if any was given back.
+ * (A count taken by a backend that found the slot just before it was given
+ * back may land on the slot's next source: one answer, once.)
+ */
+static bool
+ReclaimSlots(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	uint64		last = pg_atomic_read_u64(&shared->reclaimed_at);
+	SlotOwner  *owners;
+	bool	   *gone;
+	uint32		n;
+	bool		any = false;
+
+	if (now - (TimestampTz) last < USECS_PER_SEC ||
+		!pg_atomic_compare_exchange_u64(&shared->reclaimed_at, &last, (uint64) now))
+		return false;
+	owners = (SlotOwner *) palloc(sizeof(SlotOwner) * WI_COUNTER_SLOTS);
+	gone = (bool *) palloc0(sizeof(bool) * WI_COUNTER_SLOTS);
+	LWLockAcquire(shared->lock, LW_SHARED);
+	n = pg_atomic_read_u32(&shared->n_slots);
+	for (uint32 i = 0; i < n; i++)
+	{
+		owners[i].dbid = shared->slots[i].dbid;
+		owners[i].unknown = shared->slots[i].unknown;
+		strlcpy(owners[i].source, shared->slots[i].source, sizeof(owners[i].source));
+	}
+	LWLockRelease(shared->lock);
+
+	/* The catalog is read with no lock held. */
+	SPI_connect();
+	for (uint32 i = 0; i < n; i++)
+	{
+		if (owners[i].dbid == InvalidOid)
+			continue;
+		if (owners[i].dbid != MyDatabaseId)
+			gone[i] = !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(owners[i].dbid));
+		else if (!owners[i].unknown)
+			gone[i] = SourceGone(owners[i].source);
+	}
+	SPI_finish();
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (uint32 i = 0; i < n; i++)
+	{
+		CounterSlot *s = &shared->slots[i];
+
+		/* (Unless it changed hands meanwhile.) */
+		if (gone[i] && s->dbid == owners[i].dbid && s->unknown == owners[i].unknown &&
+			strcmp(s->source, owners[i].source) == 0)
+		{
+			s->dbid = InvalidOid;
+			any = true;
+		}
+	}
+	LWLockRelease(shared->lock);
+	pfree(owners);
+	pfree(gone);
+	return any;
 }
 
 void
@@ -186,7 +297,12 @@ CountOutcome(const char *source, const char *status)
 
 	if (shared == NULL || (kind = OutcomeKindByName(status)) < 0)
 		return;
-	if ((s = SlotFor(source)) == NULL)
+	s = SlotFor(source);
+	/* Full: the slots of what was dropped are given back (not for unknown
+	 * names, which any sender chooses: they would make every answer look). */
+	if (s == NULL && source != NULL && strlen(source) < sizeof(s->source) && ReclaimSlots())
+		s = SlotFor(source);
+	if (s == NULL)
 	{
 		/* Said once: the counters of later sources are missing from
 		 * metrics() and from stats.duplicates_absorbed until a restart. */
@@ -196,7 +312,7 @@ CountOutcome(const char *source, const char *status)
 							source ? source : "(unknown)"),
 					 errdetail("The first %d (database, source) pairs answered since the server started are counted; answers for later ones are counted only in webhook_idem_counters_dropped_total.",
 							   WI_COUNTER_SLOTS),
-					 errhint("Restart the server to count them (the slots of dropped sources are freed then).")));
+					 errhint("Drop the sources you no longer use: their slots are given back, as are those of dropped databases.")));
 		return;
 	}
 	pg_atomic_fetch_add_u64(&s->outcomes[kind], 1);

@@ -640,6 +640,14 @@ LookupSource(const char *name)
 }
 
 bool
+SourceGone(const char *name)
+{
+	const char *misconfigured;
+
+	return FindSource(name, &misconfigured) == NULL && misconfigured == NULL;
+}
+
+bool
 SourceCacheTrusted(void)
 {
 	return TriggersFireAlways();

@@ -113,6 +113,10 @@ WiSource   *FindSource(const char *name, const char **misconfigured);
 uint64		SourceInvalidations(void);
 WiSource   *LookupSource(const char *name);
 
+/* True if there is no source called name, as the catalog says now (a
+ * misconfigured one is there). Needs SPI. */
+bool		SourceGone(const char *name);
+
 /* True if every write to sources and source_secrets invalidates the
  * backends' caches (their triggers fire always): only then may what is
  * derived from those tables be kept past the call that read it. */

@@ -358,23 +358,60 @@ like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
 
 # 7b. The counters' slots: the first 1024 (database, source) pairs since
 # the server started are counted; answers for later ones are counted in
-# webhook_idem_counters_dropped_total, and the log says so once.
+# webhook_idem_counters_dropped_total, and the log says so once. Once all
+# are taken, the slots of dropped databases and of dropped sources (by
+# drop_source or by a row deleted from sources) are given back, at most
+# once a second: they were kept until a restart.
 like($metrics, qr/^webhook_idem_counters_dropped_total 0$/m, 'no answer left uncounted yet');
+$node->safe_psql('postgres', 'CREATE DATABASE other');
+$node->safe_psql('other', q{
+CREATE EXTENSION webhook_idem;
+SELECT FROM webhook_idem.register_source('in_other', 'none');
+SELECT FROM webhook_idem.apply_event('in_other', '{"id": "e"}');
+});
 my $slots_offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
 DO $$ BEGIN
-  FOR i IN 1..1030 LOOP
+  FOR i IN 1..1100 LOOP
     PERFORM webhook_idem.register_source('slot_' || i, 'none');
     PERFORM webhook_idem.apply_event('slot_' || i, '{"id": "e"}');
-    PERFORM webhook_idem.drop_source('slot_' || i, force => true);
   END LOOP;
 END $$});
 $metrics = $node->safe_psql('postgres', 'SELECT webhook_idem.metrics()');
-ok($metrics =~ /^webhook_idem_counters_dropped_total (\d+)$/m && $1 >= 6 && $1 <= 1030,
+ok($metrics =~ /^webhook_idem_counters_dropped_total (\d+)$/m && $1 >= 6 && $1 <= 1100,
 	'answers past the slots are counted as dropped (' . ($1 // 'none') . ')');
 my $slots_log = slurp_file($node->logfile, $slots_offset);
 my $said = () = $slots_log =~ /no metrics counter is left for source/g;
 is($said, 1, 'and the log says so once');
+my $counted = sub {
+	my $source = shift;
+	return $node->safe_psql('postgres', 'SELECT webhook_idem.metrics()') =~
+	  /^webhook_idem_deliveries_total\{source="$source",status="\w+"\} \d+$/m;
+};
+my $apply = sub {
+	$node->safe_psql('postgres', "SELECT webhook_idem.apply_event('$_[0]', '{\"id\": \"again\"}')");
+};
+ok(!$counted->('slot_1100') && !$counted->('slot_1099'), 'the last sources have no slot');
+$node->safe_psql('postgres', 'DROP DATABASE other');
+usleep(1_100_000);    # past the once-a-second limit
+$apply->('slot_1100');
+ok($counted->('slot_1100'), 'the slot of a dropped database is given back');
+$apply->('slot_1099');
+ok(!$counted->('slot_1099'), 'and only that one');
+$node->safe_psql('postgres', q{
+SELECT webhook_idem.drop_source('slot_1', force => true);
+DELETE FROM webhook_idem.sources WHERE source = 'slot_2';
+});
+usleep(1_100_000);    # past the once-a-second limit
+$apply->($_) for qw(slot_1099 slot_1098 slot_1097);
+ok($counted->('slot_1099') && $counted->('slot_1098'),
+	'the slots of a dropped source and of a deleted sources row are given back');
+ok(!$counted->('slot_1097'), 'and only those');
+ok(!$counted->('slot_1') && !$counted->('slot_2'), 'the dropped sources are no longer shown');
+like(
+	$node->safe_psql('postgres', 'SELECT webhook_idem.metrics()'),
+	qr/^webhook_idem_deliveries_total\{source="slot_3",status="\w+"\} 1$/m,
+	'a live source keeps its slot and its count');
 
 # 8. A PL/Perl handler that leaves a cursor open (spi_query read once):
 # its pinned portal ends with the handler, so the worker's commit commits
