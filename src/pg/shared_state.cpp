@@ -58,6 +58,7 @@ typedef struct SharedState
 	pg_atomic_uint32 n_slots;	/* slots below this are filled in */
 	pg_atomic_uint64 dropped;	/* counts that found no free slot */
 	pg_atomic_uint64 reclaimed_at;	/* when ReclaimSlots last looked */
+	pg_atomic_uint32 n_free;	/* slots given back and not taken again */
 	CounterSlot slots[WI_COUNTER_SLOTS];
 	/* The workers: their database and latches (NULL: not running), and
 	 * whether a wake-up is pending (1) since they last looked for work. */
@@ -113,6 +114,7 @@ StartupShmem(void)
 		pg_atomic_init_u32(&shared->n_slots, 0);
 		pg_atomic_init_u64(&shared->dropped, 0);
 		pg_atomic_init_u64(&shared->reclaimed_at, 0);
+		pg_atomic_init_u32(&shared->n_free, 0);
 		pg_atomic_init_u32(&shared->wakeup, 0);
 		for (int i = 0; i < WI_MAX_WORKERS; i++)
 			SpinLockInit(&shared->claims[i].mutex);
@@ -169,7 +171,7 @@ TakeSlot(const char *source, bool unknown, uint32 n)
 
 	if (n < WI_COUNTER_SLOTS)
 		s = &shared->slots[n];
-	else
+	else if (pg_atomic_read_u32(&shared->n_free) > 0)
 		for (uint32 i = 0; i < n && s == NULL; i++)
 			if (shared->slots[i].dbid == InvalidOid)
 				s = &shared->slots[i];
@@ -188,6 +190,8 @@ TakeSlot(const char *source, bool unknown, uint32 n)
 		pg_write_barrier();
 		pg_atomic_write_u32(&shared->n_slots, n + 1);
 	}
+	else						/* after dbid: see SlotFor */
+		pg_atomic_sub_fetch_u32(&shared->n_free, 1);
 	return s;
 }
 
@@ -204,6 +208,13 @@ SlotFor(const char *source)
 		return s;
 	if (!unknown && strlen(source) >= sizeof(s->source))
 		return NULL;			/* sources are at most 128 bytes */
+	if (n >= WI_COUNTER_SLOTS && pg_atomic_read_u32(&shared->n_free) == 0)
+	{
+		/* Full: no need to wait for the lock. (A slot given to source
+		 * meanwhile had its dbid written before n_free went down.) */
+		pg_read_barrier();
+		return FindSlot(source, unknown, n);
+	}
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	n = pg_atomic_read_u32(&shared->n_slots);
@@ -280,6 +291,7 @@ ReclaimSlots(void)
 			strcmp(s->source, owners[i].source) == 0)
 		{
 			s->dbid = InvalidOid;
+			pg_atomic_add_fetch_u32(&shared->n_free, 1);
 			any = true;
 		}
 	}
@@ -304,13 +316,14 @@ CountOutcome(const char *source, const char *status)
 		s = SlotFor(source);
 	if (s == NULL)
 	{
-		/* Said once: the counters of later sources are missing from
-		 * metrics() and from stats.duplicates_absorbed until a restart. */
+		/* Said once: the counters of sources without a slot are missing
+		 * from metrics() and from stats.duplicates_absorbed until one is
+		 * given back (or the server restarts). */
 		if (pg_atomic_fetch_add_u64(&shared->dropped, 1) == 0)
 			ereport(LOG,
 					(errmsg("webhook_idem: no metrics counter is left for source \"%s\"",
 							source ? source : "(unknown)"),
-					 errdetail("The first %d (database, source) pairs answered since the server started are counted; answers for later ones are counted only in webhook_idem_counters_dropped_total.",
+					 errdetail("%d (database, source) pairs are counted at a time; answers for sources without a slot are counted only in webhook_idem_counters_dropped_total.",
 							   WI_COUNTER_SLOTS),
 					 errhint("Drop the sources you no longer use: their slots are given back, as are those of dropped databases.")));
 		return;
