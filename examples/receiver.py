@@ -125,7 +125,9 @@ class Receiver(BaseHTTPRequestHandler):
         row, error = query("SELECT webhook_idem.metrics()")
         self.answer(200 if row else 503, row[0] if row else error + "\n", "text/plain; version=0.0.4")
 
-ThreadingHTTPServer.request_queue_size = 1024  # the listen backlog: socketserver's 5 resets a burst
-server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 8080), Receiver)
+class Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the listen backlog: socketserver's 5 resets a burst
+
+server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 8080), Receiver)
 print("listening on http://127.0.0.1:%d/webhooks/<source>" % server.server_address[1], flush=True)
 server.serve_forever()

@@ -20,6 +20,14 @@ const APPLY = `SELECT status, http_status, event_id, detail, reply, reply_type
   FROM webhook_idem.apply_event(source => $1, body => $2::bytea, headers => $3::jsonb,
                                 url => $4, method => $5)`;
 
+// A query that failed: logged, and told apart for the sender. The detail is
+// the SQLSTATE of an error the database raised, else (the connection
+// failed: ECONNREFUSED, ENOENT...) "database unavailable".
+function failureDetail(e) {
+  console.error(`database error ${e.code || ''}: ${e.message}`);
+  return (e.severity && e.code) || 'database unavailable';
+}
+
 const app = express();
 app.disable('x-powered-by');
 app.disable('etag'); // answers are never cached: no need to hash each one
@@ -50,10 +58,7 @@ app.all('/webhooks/:source', rawBody, async (req, res) => {
     const values = [req.params.source, body, JSON.stringify(headers), url, req.method];
     row = (await pool.query({ name: 'apply_event', text: APPLY, values })).rows[0];
   } catch (e) { // e.g. 40001 under SERIALIZABLE, or the database is down: the sender retries
-    console.error(`database error ${e.code || ''}: ${e.message}`);
-    // detail: the SQLSTATE of an error the database raised, else (the
-    // connection failed: ECONNREFUSED, ENOENT...) "database unavailable".
-    row = { status: 'error', http_status: 503, event_id: null, detail: (e.severity && e.code) || 'database unavailable' };
+    row = { status: 'error', http_status: 503, event_id: null, detail: failureDetail(e) };
   }
   res.status(row.http_status);
   if (row.reply != null) { // a handshake, or the answer the sender expects
@@ -70,8 +75,7 @@ app.get('/metrics', async (req, res) => {
     res.setHeader('Content-Type', 'text/plain; version=0.0.4');
     res.send(Buffer.from(rows[0].text));
   } catch (e) {
-    console.error(`database error ${e.code || ''}: ${e.message}`);
-    res.status(503).type('text/plain').send((e.severity && e.code) || 'database unavailable');
+    res.status(503).type('text/plain').send(failureDetail(e));
   }
 });
 
