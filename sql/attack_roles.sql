@@ -167,8 +167,49 @@ COMMIT;
 SELECT source, event_id, status, attempts, deliveries FROM webhook_idem.events
  WHERE source IN ('ar_ro', 'ar_ro_q') ORDER BY source, event_id;
 
+-- 5. A worker that guesses another worker's fencing token: ids are a
+--    sequence and attempts a small number, so (id, attempt) is easy to
+--    guess. A claim belongs to the role that made it (claimed_by): another
+--    role's complete, fail or extend with the right token is fenced off,
+--    as a stale token is, and changes nothing. A role that has the
+--    claimant's privileges (a member of it, a superuser) still can.
+CREATE ROLE ar_rival NOLOGIN IN ROLE webhook_idem_worker;
+CREATE ROLE ar_lead NOLOGIN IN ROLE ar_worker;
+SET ROLE ar_admin;
+SELECT source FROM webhook_idem.register_source('ar_fence', 'none', mode => 'async');
+RESET ROLE;
+SELECT status FROM webhook_idem.apply_event('ar_fence', '{"id": "f1"}');
+SET ROLE ar_worker;
+SELECT id AS fence_id, attempts AS fence_attempt, claimed_by = 'ar_worker'::regrole AS claimed_by_worker
+  FROM webhook_idem.claim_next('ar_fence', '1 hour') \gset
+\echo :claimed_by_worker
+SET ROLE ar_rival;
+SELECT webhook_idem.complete(:fence_id, :fence_attempt, '{"by": "rival"}') AS rival_completes,
+       webhook_idem.fail(:fence_id, :fence_attempt, 'by rival', '0') AS rival_fails,
+       webhook_idem.extend(:fence_id, :fence_attempt, '1 day') AS rival_extends;
+RESET ROLE;
+SELECT status, attempts, result, last_error, lease_until < now() + interval '2 hours' AS lease_kept,
+       claimed_by = 'ar_worker'::regrole AS still_workers
+  FROM webhook_idem.events WHERE id = :fence_id;
+-- Its member extends it; the worker itself fails it, and the rival then
+-- claims it (a claim of its own, which the worker cannot complete).
+SET ROLE ar_lead;
+SELECT webhook_idem.extend(:fence_id, :fence_attempt, '1 hour') AS member_extends;
+SET ROLE ar_worker;
+SELECT webhook_idem.fail(:fence_id, :fence_attempt, 'try again', '0') AS worker_fails;
+SET ROLE ar_rival;
+SELECT attempts AS fence_attempt, claimed_by = 'ar_rival'::regrole AS claimed_by_rival
+  FROM webhook_idem.claim_next('ar_fence', '1 hour') \gset
+\echo :fence_attempt :claimed_by_rival
+SET ROLE ar_worker;
+SELECT webhook_idem.complete(:fence_id, :fence_attempt) AS worker_completes_rivals;
+-- A superuser has every role's privileges.
+RESET ROLE;
+SELECT webhook_idem.complete(:fence_id, :fence_attempt, '{"by": "superuser"}') AS superuser_completes;
+SELECT status, attempts, result FROM webhook_idem.events WHERE id = :fence_id;
+
 SELECT webhook_idem.drop_source(s, true)
   FROM unnest(ARRAY['ar_defer', 'ar_defer_q', 'ar_hold', 'ar_plant', 'ar_nested', 'ar_backoff',
-                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q']) s;
+                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q', 'ar_fence']) s;
 DROP SCHEMA ar CASCADE;
-DROP ROLE ar_admin, ar_http, ar_worker;
+DROP ROLE ar_admin, ar_http, ar_worker, ar_rival, ar_lead;

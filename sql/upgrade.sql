@@ -250,9 +250,24 @@ SELECT status, http_status, attempts FROM webhook_idem.apply_event('pay', conver
 SELECT status, http_status FROM webhook_idem.apply_event('pay', convert_to(:'d', 'UTF8'), pg_temp.signed(:'d'));
 SELECT status, http_status FROM webhook_idem.apply_event('pay', convert_to('{"id": "evt_new"}', 'UTF8'),
                                                          pg_temp.signed('{"id": "evt_x"}'));
-SELECT webhook_idem.complete(id, attempts, '{"by": "old worker"}') AS completed
-  FROM webhook_idem.events WHERE event_id = 'job_claimed';
-SELECT event_id, status, attempts FROM webhook_idem.claim_next('jobs', '1 hour');
+-- (A claim made before the update belongs to no role: claimed_by is
+-- 0.2.0's. Any worker's token completes it; one made now is its role's.)
+CREATE ROLE upg_worker IN ROLE webhook_idem_worker;
+CREATE ROLE upg_rival IN ROLE webhook_idem_worker;
+SELECT id AS claimed_id, attempts AS claimed_attempt, claimed_by IS NULL AS unowned
+  FROM webhook_idem.events WHERE event_id = 'job_claimed' \gset
+\echo :unowned
+SET ROLE upg_worker;
+SELECT webhook_idem.complete(:claimed_id, :claimed_attempt, '{"by": "old worker"}') AS completed;
+SELECT event_id, status, attempts, claimed_by = 'upg_worker'::regrole AS owned
+  FROM webhook_idem.claim_next('jobs', '1 hour');
+RESET ROLE;
+SELECT id AS new_id, attempts AS new_attempt FROM webhook_idem.events
+ WHERE source = 'jobs' AND status = 'processing' \gset
+SET ROLE upg_rival;
+SELECT webhook_idem.complete(:new_id, :new_attempt) AS rival_completed;
+RESET ROLE;
+DROP ROLE upg_worker, upg_rival;
 SELECT event_id, attempt FROM app.effects ORDER BY event_id, attempt;
 SELECT event_id, status, attempts FROM webhook_idem.events ORDER BY source, event_id;
 

@@ -284,6 +284,9 @@ typedef struct EventChange
 	int			n_columns;
 	void		(*apply) (Datum *values, bool *nulls, const AttrNumber *a, const void *arg);
 	const void *arg;
+	Oid			claimed_by;		/* a lease's role, set where the table has the
+								 * column (WI_CLAIMED_BY_COLUMN); else
+								 * InvalidOid */
 } EventChange;
 
 /*
@@ -345,6 +348,9 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	for (int i = 0; i < change->n_columns; i++)
 		rte->updatedCols = bms_add_member(rte->updatedCols,
 										  a[change->columns[i]] - FirstLowInvalidHeapAttributeNumber);
+	if (OidIsValid(change->claimed_by) && facts->claimed_by != InvalidAttrNumber)
+		rte->updatedCols = bms_add_member(rte->updatedCols,
+										  facts->claimed_by - FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(estate, list_make1(rte));
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
@@ -388,6 +394,11 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 		memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
 		tid = old_slot->tts_tid;
 		change->apply(values, nulls, a, change->arg);
+		if (OidIsValid(change->claimed_by) && facts->claimed_by != InvalidAttrNumber)
+		{
+			values[facts->claimed_by - 1] = ObjectIdGetDatum(change->claimed_by);
+			nulls[facts->claimed_by - 1] = false;
+		}
 		tuple = heap_form_tuple(desc, values, nulls);
 		ExecStoreHeapTuple(tuple, new_slot, false);
 		res = table_tuple_update(rel, &tid, new_slot, GetCurrentCommandId(true), snapshot,
@@ -459,13 +470,14 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR,
 	COL_DELIVERIES, COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
 	AttemptChange c = {status, attempts, result, last_error, delivery, row->attempts_base};
-	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c};
+	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c, InvalidOid};
 
 	return UpdateEventDirect(row, &change, NULL);
 }
 
 /* Sets what LeaseEvent's UPDATE sets: processing, one more attempt, leased
- * until the transaction's start plus the lease. */
+ * until the transaction's start plus the lease (and, by the caller,
+ * claimed by ClaimRole()). */
 static void
 ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 {
@@ -488,7 +500,7 @@ bool
 LeaseEventDirect(EventRow *row, const Interval *lease)
 {
 	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
-	EventChange change = {columns, lengthof(columns), ApplyLease, lease};
+	EventChange change = {columns, lengthof(columns), ApplyLease, lease, ClaimRole()};
 	EventRow	leased;
 
 	if (!UpdateEventDirect(row, &change, &leased))

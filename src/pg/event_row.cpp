@@ -421,7 +421,7 @@ FindKeyIndex(Relation rel, const AttrNumber *attnums)
 /* True if rel is the events table as the extension made it, so that
  * writing it directly does all that an INSERT statement would. */
 static bool
-DirectPathOk(Relation rel, const AttrNumber *attnums)
+DirectPathOk(Relation rel, const AttrNumber *attnums, AttrNumber claimed_by)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			live = 0;
@@ -438,8 +438,15 @@ DirectPathOk(Relation rel, const AttrNumber *attnums)
 	for (int i = 0; i < desc->natts; i++)
 		if (!TupleDescAttr(desc, i)->attisdropped)
 			live++;
-	if (live != N_EVENT_COLUMNS)
+	if (live != N_EVENT_COLUMNS + (claimed_by != InvalidAttrNumber ? 1 : 0))
 		return false;
+	if (claimed_by != InvalidAttrNumber)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, claimed_by - 1);
+
+		if (att->atttypid != OIDOID || att->attnotnull)
+			return false;
+	}
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)
 	{
 		Form_pg_attribute att;
@@ -494,7 +501,8 @@ EventsFacts(Relation rel)
 		uint64		seen = invalidations;
 
 		MapColumns(RelationGetDescr(rel), fresh.attnums);
-		fresh.direct_ok = DirectPathOk(rel, fresh.attnums);
+		fresh.claimed_by = get_attnum(RelationGetRelid(rel), WI_CLAIMED_BY_COLUMN);
+		fresh.direct_ok = DirectPathOk(rel, fresh.attnums, fresh.claimed_by);
 		fresh.key_index = fresh.direct_ok ? FindKeyIndex(rel, fresh.attnums) : InvalidOid;
 		if (!OidIsValid(fresh.key_index))
 			fresh.direct_ok = false;

@@ -46,6 +46,17 @@ typedef enum EventColumn
 	N_EVENT_COLUMNS
 } EventColumn;
 
+/*
+ * events.claimed_by (0.2.0's): the role that made the event's current
+ * claim. Only it and the roles that have its privileges may complete,
+ * fail or extend that claim (ClaimIsCallers, docs/security.md): (id,
+ * attempts) tells claims apart but is easy to guess. It is the lease's,
+ * not the event's, and no EventRow carries it: written with each lease
+ * (LeaseEvent), read by the claim's check, and absent from a table still
+ * on 0.1.0's SQL, whose claims stay anyone's.
+ */
+#define WI_CLAIMED_BY_COLUMN "claimed_by"
+
 /* One event, every column (pointers NULL and *_null true for SQL NULLs). */
 typedef struct EventRow
 {
@@ -123,6 +134,7 @@ typedef struct EventsRelFacts
 	bool		direct_ok;		/* the table is exactly as the extension made it */
 	Oid			key_index;		/* the unique (source, event_id) index */
 	AttrNumber	attnums[N_EVENT_COLUMNS];
+	AttrNumber	claimed_by;		/* WI_CLAIMED_BY_COLUMN; InvalidAttrNumber if none */
 } EventsRelFacts;
 
 /* The facts of rel, rebuilt after any invalidation of it. */

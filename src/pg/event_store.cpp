@@ -16,13 +16,15 @@ static SPIPlanPtr insert_conflict_plan = NULL;
 static SPIPlanPtr bump_plan = NULL;
 static SPIPlanPtr attempt_plan = NULL;
 static SPIPlanPtr busy_bump_plan = NULL;
-static SPIPlanPtr lease_plan = NULL;
+static SPIPlanPtr lease_plans[2] = {NULL, NULL};	/* 0.1.0's table, 0.2.0's */
+static SPIPlanPtr claimed_by_plan = NULL;
 static SPIPlanPtr extend_plan = NULL;
 static SPIPlanPtr routed_lock_plan = NULL;
 static SPIPlanPtr routed_lock_skip_plan = NULL;
 static SPIPlanPtr routed_bump_plan = NULL;
 static SPIPlanPtr routed_attempt_plan = NULL;
-static SPIPlanPtr routed_lease_plan = NULL;
+static SPIPlanPtr routed_lease_plans[2] = {NULL, NULL};
+static SPIPlanPtr routed_claimed_by_plan = NULL;
 static SPIPlanPtr routed_extend_plan = NULL;
 static SPIPlanPtr routed_busy_bump_plan = NULL;
 
@@ -587,36 +589,82 @@ RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, Jsonb *
 		EventVanished(row);
 }
 
+/* Whether events has WI_CLAIMED_BY_COLUMN (0.2.0's table; not 0.1.0's),
+ * as the catalog says now. */
+static bool
+EventsHaveClaimedBy(void)
+{
+	return get_attnum(EventsRelid(), WI_CLAIMED_BY_COLUMN) != InvalidAttrNumber;
+}
+
+Oid
+ClaimRole(void)
+{
+	/* The session's role (SET ROLE's), not the extension owner's that
+	 * claim_next, complete, fail and extend run with. */
+	return GetOuterUserId();
+}
+
 void
 LeaseEvent(const Interval *lease, EventRow *row)
 {
-	static const Oid argtypes[2] = {INT8OID, INTERVALOID};
-	static char *sql = NULL;
+	static const Oid argtypes[3] = {INT8OID, INTERVALOID, OIDOID};
+	static char *sql[2] = {NULL, NULL};
+	int			v020 = EventsHaveClaimedBy();
 	SPIPlanPtr	plan;
-	Datum		args[2] = {Int64GetDatum(row->id), IntervalPGetDatum(lease)};
+	Datum		args[3] = {Int64GetDatum(row->id), IntervalPGetDatum(lease),
+	ObjectIdGetDatum(ClaimRole())};
 	int			rc;
 
 	/* (Not on Citus: the row is in a shard, leased by the routed form.) */
 	if (!IsolationUsesXactSnapshot() && !EventsDistributed() && LeaseEventDirect(row, lease))
 		return;
 
-	if (sql == NULL)
-		sql = MemoryContextStrdup(TopMemoryContext,
-								  psprintf("UPDATE webhook_idem.events"
-										   " SET status = 'processing'::webhook_idem.event_status,"
-										   "     attempts = attempts OPERATOR(pg_catalog.+) 1,"
-										   "     lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) $2,"
-										   "     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
-										   " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
-										   EventReadList()));
-	plan = KeepPlan(&lease_plan, sql, 2, argtypes);
+	if (sql[v020] == NULL)
+		sql[v020] = MemoryContextStrdup(TopMemoryContext,
+										psprintf("UPDATE webhook_idem.events"
+												 " SET status = 'processing'::webhook_idem.event_status,"
+												 "     attempts = attempts OPERATOR(pg_catalog.+) 1,"
+												 "     lease_until = pg_catalog.now() OPERATOR(pg_catalog.+) $2,"
+												 "     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) $2%s"
+												 " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING %s",
+												 v020 ? ", " WI_CLAIMED_BY_COLUMN " = $3" : "",
+												 EventReadList()));
+	plan = KeepPlan(&lease_plans[v020], sql[v020], 2 + v020, argtypes);
 	if (EventsDistributed())
 		RememberEventKey(row->id, row->event_id);
-	rc = ExecuteForEvent(plan, &routed_lease_plan, sql, row->id, 2, argtypes, args, NULL, 1,
-						 SPI_OK_UPDATE_RETURNING);
+	rc = ExecuteForEvent(plan, &routed_lease_plans[v020], sql[v020], row->id, 2 + v020, argtypes,
+						 args, NULL, 1, SPI_OK_UPDATE_RETURNING);
 	if (rc != SPI_OK_UPDATE_RETURNING || SPI_processed != 1)
 		elog(ERROR, "leasing event failed: %s", SPI_result_code_string(rc));
 	ReadEventRow(row);
+}
+
+bool
+ClaimIsCallers(const EventRow *row)
+{
+	static const Oid argtypes[1] = {INT8OID};
+	static const char *sql = "SELECT " WI_CLAIMED_BY_COLUMN " FROM webhook_idem.events"
+		" WHERE id OPERATOR(pg_catalog.=) $1";
+	Datum		arg = Int64GetDatum(row->id);
+	Datum		owner;
+	bool		isnull;
+	int			rc;
+
+	if (!EventsHaveClaimedBy())
+		return true;			/* 0.1.0's table: a claim is anyone's */
+	rc = ExecuteForEvent(KeepPlan(&claimed_by_plan, sql, 1, argtypes), &routed_claimed_by_plan,
+						 sql, row->id, 1, argtypes, &arg, NULL, 1, SPI_OK_SELECT);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	/* A claim made before the column was (the update to 0.2.0) has none. */
+	if (isnull)
+		return true;
+	/* The role itself, a role that has its privileges, or a superuser. */
+	return has_privs_of_role(ClaimRole(), DatumGetObjectId(owner));
 }
 
 bool

@@ -111,8 +111,19 @@ void		RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, J
 						  const Interval *retry_in);
 
 /* Leases a due event *row (its row lock held) for lease (status
- * processing, one more attempt); *row receives it as leased. */
+ * processing, one more attempt, claimed by ClaimRole()); *row receives it
+ * as leased. */
 void		LeaseEvent(const Interval *lease, EventRow *row);
+
+/* The role a claim made now belongs to (WI_CLAIMED_BY_COLUMN): the
+ * session's current role. */
+Oid			ClaimRole(void);
+
+/* True if the claim of the event *row (its row lock held, its token
+ * checked) may be completed, failed or extended by the caller: it was
+ * made by ClaimRole() or a role whose privileges it has, or by no one
+ * (a table without WI_CLAIMED_BY_COLUMN, a claim from before it). */
+bool		ClaimIsCallers(const EventRow *row);
 
 /* Renews the lease of a processing event; false if (id, attempt) is not
  * its current claim. */

@@ -618,6 +618,30 @@ ClaimAsInDatabaseWorker(bool on)
 	claim_as_in_database_worker = on;
 }
 
+/* The row claim_next returns for the event *row it leased: the events row
+ * type, with the claim's role where the type has WI_CLAIMED_BY_COLUMN. */
+static HeapTuple
+ClaimedEventTuple(const EventRow *row, TupleDesc desc)
+{
+	HeapTuple	tuple = EventRowToTuple(row, desc, NULL);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && att->atttypid == OIDOID &&
+			strcmp(NameStr(att->attname), WI_CLAIMED_BY_COLUMN) == 0)
+		{
+			int			attnum = att->attnum;
+			Datum		value = ObjectIdGetDatum(ClaimRole());
+			bool		isnull = false;
+
+			return heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
+		}
+	}
+	return tuple;
+}
+
 /*
  * webhook_idem.claim_next(source text, lease interval, batch int) RETURNS
  * SETOF webhook_idem.events: leases up to batch due events, oldest due
@@ -672,7 +696,7 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 		if (BurySpentEvent(src, &row, false))
 			continue;
 		LeaseEvent(lease, &row);
-		tuplestore_puttuple(rsinfo->setResult, EventRowToTuple(&row, rsinfo->setDesc, NULL));
+		tuplestore_puttuple(rsinfo->setResult, ClaimedEventTuple(&row, rsinfo->setDesc));
 		claimed++;
 	}
 	DueScanEnd(&scan);
@@ -681,12 +705,14 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 }
 
 /* Row-locks event id and reads it; true if (id, attempt) is its current
- * claim (processing, that many attempts): the fencing token holds. */
+ * claim (processing, that many attempts): the fencing token holds, and
+ * the claim is the caller's role's (a guessed token of another role's
+ * claim is fenced off like a stale one). */
 static bool
 HoldsClaim(int64 id, int32 attempt, EventRow *row)
 {
 	return LockEventRow(id, false, row) && row->status == WI_PROCESSING &&
-		row->attempts == attempt;
+		row->attempts == attempt && ClaimIsCallers(row);
 }
 
 /*
@@ -797,7 +823,12 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	SPI_connect();
 	LockEventsForWrite();
-	done = ExtendLease(PG_GETARG_INT64(0), PG_GETARG_INT32(1), lease);
+	{
+		EventRow	row;
+
+		done = HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
+			ExtendLease(row.id, row.attempts, lease);
+	}
 	SPI_finish();
 	PG_RETURN_BOOL(done);
 }

@@ -379,6 +379,12 @@ COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveri
 REVOKE ALL ON FUNCTION webhook_idem._duplicates_answered(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
 
+-- A claim belongs to the role that made it (src/sql/20_events.sql): a
+-- guessed (id, attempt) of another role's claim is fenced off. Claims made
+-- before the update have none, and stay anyone's.
+ALTER TABLE webhook_idem.events ADD COLUMN claimed_by oid;
+COMMENT ON COLUMN webhook_idem.events.claimed_by IS 'The role (pg_authid OID) that made the last claim: only it, roles with its privileges and superusers may complete, fail or extend that claim';
+
 -- Workers of one source walk its due events in order (src/sql/20_events.sql).
 -- The same, by source, for workers that serve one source.
 CREATE INDEX events_source_due_idx ON webhook_idem.events (source, next_attempt_at)
