@@ -152,6 +152,50 @@ SELECT event_id, status, attempts, next_attempt_at > now() AS retry_later
 SELECT webhook_idem.drop_source('am_base', force => true);
 DROP SCHEMA am CASCADE;
 
+-- 5. A column's type changed by the tables' owner (ALTER TABLE ... ALTER
+--    COLUMN ... TYPE). Every value the extension reads through SPI is
+--    checked to be of the type it reads it as, where it is read: a json
+--    result read as jsonb, a text secret read as an array, a float8 version
+--    read as numeric crashed the server. Now each is a 55000 error naming
+--    the column and its type; nothing is recorded or run, and the type
+--    changed back, deliveries go on.
+CREATE SCHEMA am_t;
+CREATE TABLE am_t.runs (id text);
+CREATE FUNCTION am_t.h(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO am_t.runs VALUES (p->>'id'); RETURN jsonb_build_object('a b', 1); END $$;
+SELECT source FROM webhook_idem.register_source('am_res', 'none', handler => 'am_t.h(jsonb)');
+SELECT source FROM webhook_idem.register_source('am_opt', 'hmac', ARRAY['k'], handler => 'am_t.h(jsonb)');
+SELECT source FROM webhook_idem.register_source('am_ord', 'none', handler => 'am_t.h(jsonb)',
+                                                entity_from => '$.e', order_by => '$.v');
+CREATE FUNCTION pg_temp.try(source text, body text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+  SELECT * INTO r FROM webhook_idem.apply_event(source, convert_to(body, 'UTF8'));
+  RETURN r.status || ' ' || r.http_status || coalesce(': ' || r.detail, '');
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT pg_temp.try('am_res', '{"id": "r1"}') AS first;
+ALTER TABLE webhook_idem.events ALTER COLUMN result TYPE json USING result::json;
+SELECT pg_temp.try('am_res', '{"id": "r1"}') AS duplicate_json_result;
+ALTER TABLE webhook_idem.events ALTER COLUMN result TYPE jsonb USING result::jsonb;
+SELECT pg_temp.try('am_res', '{"id": "r1"}') AS duplicate_jsonb_again;
+ALTER TABLE webhook_idem.sources ALTER COLUMN options TYPE json USING options::json;
+UPDATE webhook_idem.sources SET options = '{"a b": 1}' WHERE source = 'am_opt';
+SELECT pg_temp.try('am_opt', '{"id": "o1"}') AS json_options;
+ALTER TABLE webhook_idem.sources ALTER COLUMN options TYPE jsonb USING '{}';
+ALTER TABLE webhook_idem.source_secrets ALTER COLUMN secrets TYPE text USING secrets::text;
+SELECT pg_temp.try('am_opt', '{"id": "o1"}') AS text_secrets;
+ALTER TABLE webhook_idem.source_secrets ALTER COLUMN secrets TYPE text[] USING secrets::text[];
+SELECT pg_temp.try('am_ord', '{"id": "n1", "e": "E", "v": 1}') AS ordered_first;
+ALTER TABLE webhook_idem.entity_versions ALTER COLUMN version TYPE float8;
+SELECT pg_temp.try('am_ord', '{"id": "n2", "e": "E", "v": 2}') AS float8_version;
+ALTER TABLE webhook_idem.entity_versions ALTER COLUMN version TYPE numeric;
+SELECT pg_temp.try('am_ord', '{"id": "n2", "e": "E", "v": 2}') AS numeric_again;
+SELECT id, count(*) AS runs FROM am_t.runs GROUP BY id ORDER BY id;
+SELECT webhook_idem.drop_source(s, force => true) FROM unnest(ARRAY['am_res', 'am_opt', 'am_ord']) s;
+DROP SCHEMA am_t CASCADE;
+
 SELECT webhook_idem.drop_source('am', force => true);
 -- The added label cannot be dropped: a fresh extension for the tests after.
 DROP EXTENSION webhook_idem;

@@ -218,13 +218,13 @@ ClaimBatchStep(void *arg)
 			char	   *source;
 			WiSource   *src;
 
-			ev.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-			ev.attempt = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-			base = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-			source = TextDatumGetCString(SpiNotNull(tup, desc, 4, "events"));
+			ev.id = DatumGetInt64(SpiGet(tup, desc, 1, INT8OID, "events", &isnull));
+			ev.attempt = DatumGetInt32(SpiGet(tup, desc, 2, INT4OID, "events", &isnull));
+			base = DatumGetInt32(SpiGet(tup, desc, 3, INT4OID, "events", &isnull));
+			source = TextDatumGetCString(SpiNotNull(tup, desc, 4, TEXTOID, "events"));
 			ev.source = MemoryContextStrdup(batch_cxt, source);
 			ev.event_id = MemoryContextStrdup(batch_cxt,
-											  TextDatumGetCString(SpiNotNull(tup, desc, 5, "events")));
+											  TextDatumGetCString(SpiNotNull(tup, desc, 5, TEXTOID, "events")));
 			src = LookupSource(source);
 			/* (A source gone meanwhile: its apply finds nothing to do.) */
 			ev.last = src == NULL || AttemptsExhausted(src, ev.attempt, base);

@@ -258,7 +258,7 @@ EventKeyOf(int64 id)
 		elog(ERROR, "finding event failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return NULL;
-	key = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, "events"));
+	key = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, TEXTOID, "events"));
 	RememberEventKey(id, key);
 	return key;
 }

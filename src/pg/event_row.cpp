@@ -62,6 +62,7 @@ static const char *const status_labels[WI_N_STATUSES] = {
  * any change to pg_enum or to the events table). */
 static bool status_valid = false;
 static Oid	status_oids[WI_N_STATUSES];
+static Oid	status_type = InvalidOid;	/* the enum they are labels of */
 
 /* The facts of the events relation, for the relation (and index) they were
  * built from; facts_valid goes false on any invalidation of either. */
@@ -150,6 +151,7 @@ LoadStatusOids(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("webhook_idem.events.status is not the extension's enum")));
+	status_type = type;
 	for (int s = 0; s < WI_N_STATUSES; s++)
 	{
 		status_oids[s] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
@@ -219,6 +221,17 @@ Oid
 EventColumnType(int column)
 {
 	return event_columns[column].type;
+}
+
+void
+RequireEventColumnTypes(TupleDesc desc, int first)
+{
+	if (!status_valid)
+		LoadStatusOids();
+	for (int c = 0; c < N_EVENT_COLUMNS; c++)
+		RequireSpiType(desc, first + c + 1,
+					   OidIsValid(event_columns[c].type) ? event_columns[c].type : status_type,
+					   "events");
 }
 
 const char *

@@ -108,6 +108,19 @@ WiEventStatus DatumGetEventStatus(Datum value);
 /* The SQL type of a model column (InvalidOid for status: the enum). */
 Oid			EventColumnType(int column);
 
+/* Raises 55000 (RequireSpiType) unless the attributes of desc from number
+ * first + 1 on are of the model's column types, in its order: a read of
+ * EventColumnList() from a table whose owner changed a column's type. */
+void		RequireEventColumnTypes(TupleDesc desc, int first);
+
+/* Raises 55000 unless attribute col of desc, an SPI result read from the
+ * extension's table webhook_idem.<table>, is of type type: a column whose
+ * type its owner changed (ALTER TABLE ... ALTER COLUMN ... TYPE) is
+ * refused where it is read, never read as the type it was (json as jsonb,
+ * text as an array: a crash). Types of expressions a statement computes
+ * are its own and need no check. */
+void		RequireSpiType(TupleDesc desc, int col, Oid type, const char *table);
+
 /* The events columns as a SELECT list ("id, source, ..."), model order. */
 const char *EventColumnList(void);
 

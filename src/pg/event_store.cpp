@@ -44,11 +44,32 @@ KeepPlanWith(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, 
 	return *slot;
 }
 
+void
+RequireSpiType(TupleDesc desc, int col, Oid type, const char *table)
+{
+	Oid			actual = SPI_gettypeid(desc, col);
+
+	if (actual != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("webhook_idem.%s.%s is of type %s, not %s", table, SPI_fname(desc, col),
+						OidIsValid(actual) ? format_type_be(actual) : "(none)", format_type_be(type)),
+				 errdetail("Its type was changed after the extension made it (ALTER TABLE ... ALTER COLUMN ... TYPE)."),
+				 errhint("Change it back to %s.", format_type_be(type))));
+}
+
 Datum
-SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table)
+SpiGet(HeapTuple tup, TupleDesc desc, int col, Oid type, const char *table, bool *isnull)
+{
+	RequireSpiType(desc, col, type, table);
+	return SPI_getbinval(tup, desc, col, isnull);
+}
+
+Datum
+SpiNotNull(HeapTuple tup, TupleDesc desc, int col, Oid type, const char *table)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	Datum		d = SpiGet(tup, desc, col, type, table, &isnull);
 
 	if (isnull)
 		ereport(ERROR,
@@ -189,6 +210,7 @@ ReadEventRowAt(EventRow *row, uint64 i, int first)
 	if (desc->natts < first + N_EVENT_COLUMNS + 1)
 		elog(ERROR, "event read has %d columns; expected %d", desc->natts,
 			 first + N_EVENT_COLUMNS + 1);
+	RequireEventColumnTypes(desc, first);
 	heap_deform_tuple(SPI_tuptable->vals[i], desc, values, nulls);
 	EventRowFromValues(row, values + first, nulls + first);
 	row->xmin = DatumGetTransactionId(values[first + N_EVENT_COLUMNS]);
@@ -475,7 +497,7 @@ CountBusyDelivery(const char *source, const char *event_id)
 		elog(ERROR, "counting delivery failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return -1;
-	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return DatumGetInt32(SpiGet(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, INT4OID, "events", &isnull));
 }
 
 void
@@ -659,7 +681,7 @@ ClaimIsCallers(const EventRow *row)
 		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return false;
-	owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	owner = SpiGet(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, OIDOID, "events", &isnull);
 	/* A claim made before the column was (the update to 0.2.0) has none. */
 	if (isnull)
 		return true;

@@ -24,11 +24,17 @@ SPIPlanPtr	KeepWalkPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid 
 void		RunKept(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes, Datum *args,
 					const char *nulls, long count, int expected, const char *what);
 
-/* Column col of SPI result row tup, a value the extension's table declares
- * NOT NULL: its owner can drop that (ALTER TABLE) and store a NULL, which
- * raises 22004 naming table.column here, where it is used, rather than
- * being read as a null pointer or a zero. */
-Datum		SpiNotNull(HeapTuple tup, TupleDesc desc, int col, const char *table);
+/* Column col of SPI result row tup, read from the extension's table
+ * webhook_idem.<table> as type type (RequireSpiType: 55000 if its owner
+ * changed the column's type). */
+Datum		SpiGet(HeapTuple tup, TupleDesc desc, int col, Oid type, const char *table,
+				   bool *isnull);
+
+/* SpiGet of a value the extension's table declares NOT NULL: its owner
+ * can drop that (ALTER TABLE) and store a NULL, which raises 22004 naming
+ * table.column here, where it is used, rather than being read as a null
+ * pointer or a zero. */
+Datum		SpiNotNull(HeapTuple tup, TupleDesc desc, int col, Oid type, const char *table);
 
 /* Raises 55000 for an event whose row a write of its attempt found gone:
  * deleted after it was read, by this transaction (its handler, directly or

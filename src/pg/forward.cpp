@@ -294,7 +294,7 @@ RelayEpoch(Oid pg_net)
 		if (SPI_processed == 1)
 			return psprintf("%s/%u",
 							TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, "_relay_epoch")),
+														   SPI_tuptable->tupdesc, 1, TEXTOID, "_relay_epoch")),
 							pg_net);
 		RunKept(&put_plan,
 				"INSERT INTO webhook_idem._relay_epoch (epoch)"
@@ -413,10 +413,10 @@ SettleSent(const char *epoch, int max)
 		HeapTuple	tup = tt->vals[i];
 		TupleDesc	desc = tt->tupdesc;
 		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		int32		used = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		int32		max_attempts = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		Interval   *backoff = DatumGetIntervalP(SpiNotNull(tup, desc, 4, "sources"));
+		int64		id = DatumGetInt64(SpiGet(tup, desc, 1, INT8OID, "forwards", &isnull));
+		int32		used = DatumGetInt32(SpiGet(tup, desc, 2, INT4OID, "forwards", &isnull));
+		int32		max_attempts = DatumGetInt32(SpiGet(tup, desc, 3, INT4OID, "sources", &isnull));
+		Interval   *backoff = DatumGetIntervalP(SpiNotNull(tup, desc, 4, INTERVALOID, "sources"));
 		bool		same_epoch = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		bool		queued = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 		bool		answered = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
@@ -505,14 +505,14 @@ SendDue(const char *epoch, int max)
 		HeapTuple	tup = tt->vals[i];
 		TupleDesc	desc = tt->tupdesc;
 		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		int64		id = DatumGetInt64(SpiGet(tup, desc, 1, INT8OID, "forwards", &isnull));
 		char	   *event_id = SPI_getvalue(tup, desc, 2);
-		Datum		payload = SPI_getbinval(tup, desc, 3, &isnull);
+		Datum		payload = SpiGet(tup, desc, 3, JSONBOID, "forwards", &isnull);
 		bool		payload_null = isnull;
 		char	   *body = SPI_getvalue(tup, desc, 4);
 		char	   *url = SPI_getvalue(tup, desc, 5);
 		char	   *secret = SPI_getvalue(tup, desc, 6);
-		Datum		attempts = SPI_getbinval(tup, desc, 7, &isnull);
+		Datum		attempts = SpiGet(tup, desc, 7, INT4OID, "forwards", &isnull);
 		bool		attempts_null = isnull;
 		char		timestamp[24];
 		char		signature[wi::api::kStandardSignatureSize];

@@ -142,7 +142,7 @@ AppendGauges(StringInfo out)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];
 			bool		isnull;
-			char	   *source = TextDatumGetCString(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+			char	   *source = TextDatumGetCString(SpiGet(tup, SPI_tuptable->tupdesc, 1, TEXTOID, "sources", &isnull));
 			double		value = DatumGetFloat8(SPI_getbinval(tup, SPI_tuptable->tupdesc, g + 2, &isnull));
 
 			appendStringInfo(out, "%s{source=", names[g]);

@@ -300,7 +300,7 @@ OrderKeyIsStale(const char *source, const WiOrderKey *key, bool lock, char **det
 			"reading the entity's version");
 	if (SPI_processed == 0)
 		return false;
-	mark = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, "entity_versions");
+	mark = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, NUMERICOID, "entity_versions");
 	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, key->version, mark)) >= 0)
 		return false;			/* newer, or equal: both are applied */
 	*detail = psprintf("entity \"%s\" is at version %s (event \"%s\"); this event's version is %s",
@@ -373,10 +373,10 @@ LoadEventOrder(int64 id, WiOrderKey *key)
 	if (SPI_processed == 0)
 		return false;
 	key->entity = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-													 "event_order"));
+													 TEXTOID, "event_order"));
 	key->source = TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3,
-													 "event_order"));
-	key->version = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, "event_order");
+													 TEXTOID, "event_order"));
+	key->version = SpiNotNull(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, NUMERICOID, "event_order");
 	key->version = PointerGetDatum(SPI_datumTransfer(key->version, false, -1));
 	key->version_text = NumericText(key->version);
 	return true;

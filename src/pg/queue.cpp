@@ -125,7 +125,7 @@ EntityHeads(const int64 *ids, int n, int64 **out, int *cap, MemoryContext cxt)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		Datum		d = SpiGet(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, INT8OID, "events", &isnull);
 
 		if (!isnull)
 			(*out)[found++] = DatumGetInt64(d);
@@ -306,9 +306,9 @@ DistributedDueScanNext(DueScan *scan, EventRow *row)
 			elog(ERROR, "finding due events failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed == 0)
 			return 0;
-		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		id = DatumGetInt64(SpiGet(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, INT8OID, "events", &isnull));
 		RememberEventKey(id, TextDatumGetCString(SpiNotNull(SPI_tuptable->vals[0],
-															SPI_tuptable->tupdesc, 3, "events")));
+															SPI_tuptable->tupdesc, 3, TEXTOID, "events")));
 		if (LockEventRow(id, true, row))
 			return id;
 		DueScanSkipEvent(scan, id);

@@ -387,8 +387,8 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	bool		isnull;
 	Datum		d;
 
-	src->scheme = SchemeByName(TextDatumGetCString(SpiNotNull(tup, desc, COL_SCHEME, "sources")));
-	d = SPI_getbinval(tup, desc, COL_HANDLER, &isnull);
+	src->scheme = SchemeByName(TextDatumGetCString(SpiNotNull(tup, desc, COL_SCHEME, TEXTOID, "sources")));
+	d = SpiGet(tup, desc, COL_HANDLER, TEXTOID, "sources", &isnull);
 	src->handler_name = isnull ? NULL : TextDatumGetCString(d);
 	src->handler = InvalidOid;
 	if (!isnull)
@@ -404,18 +404,18 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		if (!fc->isnull)
 			src->handler = DatumGetObjectId(d);
 	}
-	src->async = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_MODE, "sources")), "async") == 0;
-	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SpiNotNull(tup, desc, COL_TOLERANCE, "sources")));
-	src->conflict = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_ON_CONCURRENT, "sources")),
+	src->async = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_MODE, TEXTOID, "sources")), "async") == 0;
+	src->tolerance_usec = IntervalToMicros(DatumGetIntervalP(SpiNotNull(tup, desc, COL_TOLERANCE, INTERVALOID, "sources")));
+	src->conflict = strcmp(TextDatumGetCString(SpiNotNull(tup, desc, COL_ON_CONCURRENT, TEXTOID, "sources")),
 						   "conflict") == 0;
-	src->max_attempts = DatumGetInt32(SpiNotNull(tup, desc, COL_MAX_ATTEMPTS, "sources"));
-	src->backoff = *DatumGetIntervalP(SpiNotNull(tup, desc, COL_BACKOFF, "sources"));
-	d = SPI_getbinval(tup, desc, COL_EVENT_ID_FROM, &isnull);
+	src->max_attempts = DatumGetInt32(SpiNotNull(tup, desc, COL_MAX_ATTEMPTS, INT4OID, "sources"));
+	src->backoff = *DatumGetIntervalP(SpiNotNull(tup, desc, COL_BACKOFF, INTERVALOID, "sources"));
+	d = SpiGet(tup, desc, COL_EVENT_ID_FROM, TEXTOID, "sources", &isnull);
 	ParseSourceEventIdRules(src->scheme, isnull ? NULL : TextDatumGetCString(d), &src->id_primary,
 							&src->id_fallback, &src->id_suffix, cxt);
 	/* A batch's items: where the source says, else where the scheme's
 	 * sender puts them; their event ids are found within each item. */
-	d = SPI_getbinval(tup, desc, COL_ITEMS_FROM, &isnull);
+	d = SpiGet(tup, desc, COL_ITEMS_FROM, TEXTOID, "sources", &isnull);
 	if (!isnull)
 	{
 		char	   *items_from = TextDatumGetCString(d);
@@ -435,26 +435,26 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		 * payload_retention is used by purge(), checked here as there. */
 		bool		entity_null,
 					order_null;
-		Datum		entity_from = SPI_getbinval(tup, desc, COL_ENTITY_FROM, &entity_null);
-		Datum		order_by = SPI_getbinval(tup, desc, COL_ORDER_BY, &order_null);
+		Datum		entity_from = SpiGet(tup, desc, COL_ENTITY_FROM, TEXTOID, "sources", &entity_null);
+		Datum		order_by = SpiGet(tup, desc, COL_ORDER_BY, TEXTOID, "sources", &order_null);
 
 		ParseOrdering(entity_null ? NULL : TextDatumGetCString(entity_from),
 					  order_null ? NULL : TextDatumGetCString(order_by), &src->ordering, cxt);
-		d = SPI_getbinval(tup, desc, COL_PAYLOAD_RETENTION, &isnull);
+		d = SpiGet(tup, desc, COL_PAYLOAD_RETENTION, INTERVALOID, "sources", &isnull);
 		if (!isnull && IntervalToMicros(DatumGetIntervalP(d)) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("payload_retention must be zero or positive")));
 	}
-	d = SPI_getbinval(tup, desc, COL_OPTIONS, &isnull);
+	d = SpiGet(tup, desc, COL_OPTIONS, JSONBOID, "sources", &isnull);
 	ParseSchemeOptions(src->scheme, isnull ? NULL : DatumGetJsonbP(d), &src->hmac,
 					   &src->verify_token, cxt);
-	src->owner = DatumGetObjectId(SpiNotNull(tup, desc, COL_OWNER, "sources"));
+	src->owner = DatumGetObjectId(SpiNotNull(tup, desc, COL_OWNER, OIDOID, "sources"));
 	{
 		/* The handler's search_path: the registered one (which must not
 		 * name a temporary schema), pg_temp last so that no session's
 		 * temporary objects shadow what it uses. */
-		char	   *registered = TextDatumGetCString(SpiNotNull(tup, desc, COL_SEARCH_PATH, "sources"));
+		char	   *registered = TextDatumGetCString(SpiNotNull(tup, desc, COL_SEARCH_PATH, TEXTOID, "sources"));
 
 		CheckHandlerSearchPath(registered);
 		src->search_path = registered[0] != '\0' ? psprintf("%s, pg_temp", registered)
@@ -462,7 +462,7 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	}
 	/* No row in source_secrets is no secrets: a scheme that needs some
 	 * says so. */
-	d = SPI_getbinval(tup, desc, COL_SECRETS, &isnull);
+	d = SpiGet(tup, desc, COL_SECRETS, TEXTARRAYOID, "source_secrets", &isnull);
 	src->n_secrets = CollectSecrets(src->scheme, isnull ? NULL : DatumGetArrayTypeP(d),
 									&src->secrets, cxt);
 }
