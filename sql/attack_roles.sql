@@ -208,8 +208,31 @@ RESET ROLE;
 SELECT webhook_idem.complete(:fence_id, :fence_attempt, '{"by": "superuser"}') AS superuser_completes;
 SELECT status, attempts, result FROM webhook_idem.events WHERE id = :fence_id;
 
+-- 6. A source renamed in place by a direct UPDATE: its events are
+--    recorded under its name, so its applied events would be new again
+--    under the new one (applied twice) and its queued ones stranded. The
+--    name is kept (0A000, whoever writes, replication's apply included);
+--    its other settings are written as before.
+SET ROLE ar_admin;
+CREATE FUNCTION ar.note(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  INSERT INTO ar.log VALUES ('named ' || (p->>'id'), current_user) RETURNING '{}'::jsonb
+$$;
+SELECT source FROM webhook_idem.register_source('ar_named', 'none', handler => 'ar.note(jsonb)');
+RESET ROLE;
+SELECT status FROM webhook_idem.apply_event('ar_named', '{"id": "n1"}');
+SET ROLE ar_admin;
+SELECT pg_temp.err($$UPDATE webhook_idem.sources SET source = 'ar_renamed' WHERE source = 'ar_named'$$) AS renamed;
+UPDATE webhook_idem.sources SET source = 'ar_named', max_attempts = 3 WHERE source = 'ar_named';
+RESET ROLE;
+SET session_replication_role = replica;
+SELECT pg_temp.err($$UPDATE webhook_idem.sources SET source = 'ar_renamed' WHERE source = 'ar_named'$$) AS renamed_as_replica;
+RESET session_replication_role;
+SELECT source, max_attempts FROM webhook_idem.sources WHERE source IN ('ar_named', 'ar_renamed');
+SELECT status FROM webhook_idem.apply_event('ar_named', '{"id": "n1"}') AS again;
+SELECT what, count(*) AS runs FROM ar.log WHERE what LIKE 'named %' GROUP BY what;
+
 SELECT webhook_idem.drop_source(s, true)
   FROM unnest(ARRAY['ar_defer', 'ar_defer_q', 'ar_hold', 'ar_plant', 'ar_nested', 'ar_backoff',
-                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q', 'ar_fence']) s;
+                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q', 'ar_fence', 'ar_named']) s;
 DROP SCHEMA ar CASCADE;
 DROP ROLE ar_admin, ar_http, ar_worker, ar_rival, ar_lead;

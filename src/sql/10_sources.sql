@@ -55,6 +55,26 @@ CREATE TRIGGER stamp_owner BEFORE INSERT OR UPDATE ON webhook_idem.sources
 -- writes these tables, no one acts as another role through them.
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER stamp_owner;
 
+-- A source keeps its name: its events, their order and its counters are
+-- recorded under it, and a row renamed in place would leave them behind
+-- (its applied events new again under the new name, its queued ones
+-- stranded under the old). Register the new name instead.
+CREATE FUNCTION webhook_idem._keep_source_name() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  RAISE EXCEPTION 'source "%" cannot be renamed', OLD.source
+    USING ERRCODE = 'feature_not_supported',
+          DETAIL = 'Its events are recorded under its name: renamed, its applied events would be new again and its queued ones stranded.',
+          HINT = 'Register the new name with register_source, and drop the old one with drop_source once its events are done.';
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._keep_source_name()
+  IS 'Trigger: a source is never renamed in place (its events are recorded under its name)';
+CREATE TRIGGER keep_name BEFORE UPDATE OF source ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.source IS DISTINCT FROM OLD.source)
+  EXECUTE FUNCTION webhook_idem._keep_source_name();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER keep_name;
+
 -- The secrets of a source are changed only by a role with the privileges
 -- of its owner (the role its handler runs as): else whoever sets them could
 -- deliver bodies of their choice that run with another role's rights. A

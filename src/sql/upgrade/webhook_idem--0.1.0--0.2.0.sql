@@ -379,6 +379,28 @@ COMMENT ON COLUMN webhook_idem.stats.duplicates_absorbed IS 'Verified redeliveri
 REVOKE ALL ON FUNCTION webhook_idem._duplicates_answered(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
 
+-- (src/sql/10_sources.sql)
+-- A source keeps its name: its events, their order and its counters are
+-- recorded under it, and a row renamed in place would leave them behind
+-- (its applied events new again under the new name, its queued ones
+-- stranded under the old). Register the new name instead.
+CREATE FUNCTION webhook_idem._keep_source_name() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  RAISE EXCEPTION 'source "%" cannot be renamed', OLD.source
+    USING ERRCODE = 'feature_not_supported',
+          DETAIL = 'Its events are recorded under its name: renamed, its applied events would be new again and its queued ones stranded.',
+          HINT = 'Register the new name with register_source, and drop the old one with drop_source once its events are done.';
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._keep_source_name()
+  IS 'Trigger: a source is never renamed in place (its events are recorded under its name)';
+CREATE TRIGGER keep_name BEFORE UPDATE OF source ON webhook_idem.sources
+  FOR EACH ROW WHEN (NEW.source IS DISTINCT FROM OLD.source)
+  EXECUTE FUNCTION webhook_idem._keep_source_name();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER keep_name;
+REVOKE ALL ON FUNCTION webhook_idem._keep_source_name() FROM PUBLIC;  -- as 90_privileges.sql does
+
 -- A claim belongs to the role that made it (src/sql/20_events.sql): a
 -- guessed (id, attempt) of another role's claim is fenced off. Claims made
 -- before the update have none, and stay anyone's.
