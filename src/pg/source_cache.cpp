@@ -489,8 +489,15 @@ LoadSource(const char *name)
 	WiSource   *src;
 	int			rc;
 
-	/* A database still on 0.1.0's SQL has none of 0.2.0's columns. */
-	int			v020 = get_attnum(SourcesRelid(), "items_from") != InvalidAttrNumber;
+	/* A database still on 0.1.0's SQL has none of 0.2.0's columns. One
+	 * that has any of them is read as 0.2.0's: one of them dropped (by the
+	 * table's owner) is an error naming it, never its neighbours' settings
+	 * (ordering, say) silently read as NULL. */
+	Oid			relid = SourcesRelid();
+	int			v020 = get_attnum(relid, "items_from") != InvalidAttrNumber ||
+		get_attnum(relid, "entity_from") != InvalidAttrNumber ||
+		get_attnum(relid, "order_by") != InvalidAttrNumber ||
+		get_attnum(relid, "payload_retention") != InvalidAttrNumber;
 
 	if (load_plans[v020] == NULL)
 	{
