@@ -42,7 +42,11 @@ SELECT source FROM webhook_idem.register_source('prov_meta_no_token', 'meta', AR
 -- Genuine check: handshake 200, the challenge as text/plain.
 SELECT status, http_status, event_id, result, detail, reply, reply_type
   FROM webhook_idem.apply_event('prov_meta', '', '{}', :'check', method => 'GET');
--- Forged or not a check: 401 (a GET carries no signature), no reply.
+-- Forged or not a check: 401 (a GET carries no signature), no reply. So is
+-- a check whose challenge is no text (percent-escapes of a NUL, or of bytes
+-- that are no UTF-8): it was answered with a text value invalid in the
+-- database encoding, or cut at the NUL.
+\set tail '&hub.verify_token=meatyhamhock'
 SELECT what, status, http_status, detail, reply, reply_type
   FROM (VALUES
     ('wrong token', 'prov_meta', 'https://example.com/meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhocK', 'GET'),
@@ -50,7 +54,10 @@ SELECT what, status, http_status, detail, reply, reply_type
     ('unsubscribe', 'prov_meta', 'https://example.com/meta?hub.mode=unsubscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock', 'GET'),
     ('token twice', 'prov_meta', :'check' || '&hub.verify_token=x', 'GET'),
     ('POST', 'prov_meta', :'check', 'POST'),
-    ('source without verify_token', 'prov_meta_no_token', 'https://example.com/meta?hub.mode=subscribe&hub.challenge=1&hub.verify_token=', 'GET')
+    ('source without verify_token', 'prov_meta_no_token', 'https://example.com/meta?hub.mode=subscribe&hub.challenge=1&hub.verify_token=', 'GET'),
+    ('challenge %FF', 'prov_meta', 'https://example.com/meta?hub.mode=subscribe&hub.challenge=%FF' || :'tail', 'GET'),
+    ('challenge %C3%28', 'prov_meta', '/meta?hub.mode=subscribe&hub.challenge=%C3%28' || :'tail', 'GET'),
+    ('challenge %00abc', 'prov_meta', '/meta?hub.mode=subscribe&hub.challenge=%00abc' || :'tail', 'GET')
   ) AS c(what, src, url, method),
   LATERAL webhook_idem.apply_event(src, '', '{}', url, method => method);
 SELECT count(*) AS recorded FROM webhook_idem.events WHERE source LIKE 'prov_meta%';

@@ -240,6 +240,14 @@ VerifyDelivery(const WiVerifyArgs *a)
 	return verdict;
 }
 
+/* True if v can be a text value: no NUL, valid in the database encoding. */
+static bool
+IsStorableText(std::string_view v)
+{
+	return memchr(v.data(), '\0', v.size()) == NULL &&
+		pg_verifymbstr(v.data(), (int) v.size(), true);
+}
+
 bool
 AnswerHandshake(const WiVerifyArgs *a, bool verified, char **reply, const char **reply_type)
 {
@@ -257,6 +265,14 @@ AnswerHandshake(const WiVerifyArgs *a, bool verified, char **reply, const char *
 	CheckCore(wi::api::Handshake(scheme, req, verified, &out, &answered, &st), st);
 	if (!answered)
 		return false;
+	/* The reply is text: a value the sender made of bytes that are none
+	 * (Meta's hub.challenge is percent-decoded, so %00 or %FF) cannot be
+	 * answered, and the request is no handshake (an unsigned one is then
+	 * refused as unsigned). It was answered as a text value invalid in the
+	 * database encoding, or cut at the NUL. */
+	for (size_t i = 0; i < out.n_members; i++)
+		if (!IsStorableText(out.members[i].key) || !IsStorableText(out.members[i].value))
+			return false;
 	if (!out.json)
 	{
 		std::string_view v = out.n_members > 0 ? out.members[0].value : std::string_view();
