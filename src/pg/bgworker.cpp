@@ -30,6 +30,7 @@ extern "C" {
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/ps_status.h"
@@ -401,6 +402,16 @@ ApplyOneGuarded(const ClaimedEvent *ev)
 			pfree(again);
 		pfree(error);
 	}
+
+	/*
+	 * A session-level advisory lock the handler took (pg_advisory_lock)
+	 * ends with its attempt: PostgreSQL lets a security-restricted
+	 * operation take one, and this session would hold it for its whole
+	 * life, every session that waits on its key waiting as long. The
+	 * worker takes none of its own (its event and entity locks are the
+	 * transaction's), so all there are were left by handlers.
+	 */
+	LockReleaseSession(USER_LOCKMETHOD);
 }
 
 /*

@@ -498,11 +498,11 @@ workers_running($node, 2, 'the workers are back');
 # switchover): every claim fails, and each worker logs that once a minute,
 # with how often it came back, not at every retry (once a second, for as
 # long as it lasted); made writable again, they go on.
-my $log_offset = -s $node->logfile;
+my $readonly_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'ALTER SYSTEM SET default_transaction_read_only = on');
 $node->reload;
 sleep 5;
-my $readonly_log = slurp_file($node->logfile, $log_offset);
+my $readonly_log = slurp_file($node->logfile, $readonly_offset);
 my $logged = () = $readonly_log =~ /claiming events failed: webhook_idem cannot claim events in a read-only transaction/g;
 cmp_ok($logged, '>=', 1, 'a read-only primary: the failed claim is logged');
 cmp_ok($logged, '<=', 2, "at most once per worker in 5 s ($logged)");
@@ -513,6 +513,34 @@ is(enqueue('after_readonly', 'plain'), 'queued', 'writable again: a delivery is 
 ok( $node->poll_query_until(
 		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'after_readonly'"),
 	'and the workers apply it');
+
+# 11. A session-level advisory lock a handler takes (pg_advisory_lock, not
+# the transaction-level kind) ends with its attempt: the worker, a
+# superuser's session that takes none of its own, held it for its whole
+# life, and every session waiting on that key waited as long.
+$node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION lock_and_keep(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_lock(4711);
+  INSERT INTO applied_log VALUES (p->>'id', 1);
+  RETURN '{}';
+END
+$$;
+SELECT FROM webhook_idem.register_source(source => 'bg_lock', scheme => 'none', mode => 'async',
+                                         handler => 'lock_and_keep(jsonb)');
+});
+is( $node->safe_psql('postgres',
+		q{SELECT status FROM webhook_idem.apply_event('bg_lock', '{"id": "keeps_lock"}')}),
+	'queued', 'an event whose handler takes a session-level advisory lock');
+ok( $node->poll_query_until(
+		'postgres', "SELECT status = 'applied' FROM webhook_idem.events WHERE event_id = 'keeps_lock'"),
+	'is applied by a worker');
+ok($node->poll_query_until('postgres', 'SELECT pg_try_advisory_xact_lock(4711)'),
+	'and the worker holds the lock no longer');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4711 AND objsubid = 1"),
+	'0', 'no session holds it');
 
 $node->stop;
 done_testing();
