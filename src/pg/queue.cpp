@@ -821,6 +821,7 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 	CheckLeaseArg(lease);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
+	RequireEventWrites("extend a lease");	/* before the claim's row lock */
 	SPI_connect();
 	LockEventsForWrite();
 	{
