@@ -180,7 +180,7 @@ SELECT source FROM webhook_idem.register_source('ar_fence', 'none', mode => 'asy
 RESET ROLE;
 SELECT status FROM webhook_idem.apply_event('ar_fence', '{"id": "f1"}');
 SET ROLE ar_worker;
-SELECT id AS fence_id, attempts AS fence_attempt, claimed_by = 'ar_worker'::regrole AS claimed_by_worker
+SELECT id AS fence_id, attempts AS fence_attempt, claimed_by = 'ar_worker' AS claimed_by_worker
   FROM webhook_idem.claim_next('ar_fence', '1 hour') \gset
 \echo :claimed_by_worker
 SET ROLE ar_rival;
@@ -189,7 +189,7 @@ SELECT webhook_idem.complete(:fence_id, :fence_attempt, '{"by": "rival"}') AS ri
        webhook_idem.extend(:fence_id, :fence_attempt, '1 day') AS rival_extends;
 RESET ROLE;
 SELECT status, attempts, result, last_error, lease_until < now() + interval '2 hours' AS lease_kept,
-       claimed_by = 'ar_worker'::regrole AS still_workers
+       claimed_by = 'ar_worker' AS still_workers
   FROM webhook_idem.events WHERE id = :fence_id;
 -- Its member extends it; the worker itself fails it, and the rival then
 -- claims it (a claim of its own, which the worker cannot complete).
@@ -198,11 +198,35 @@ SELECT webhook_idem.extend(:fence_id, :fence_attempt, '1 hour') AS member_extend
 SET ROLE ar_worker;
 SELECT webhook_idem.fail(:fence_id, :fence_attempt, 'try again', '0') AS worker_fails;
 SET ROLE ar_rival;
-SELECT attempts AS fence_attempt, claimed_by = 'ar_rival'::regrole AS claimed_by_rival
+SELECT attempts AS fence_attempt, claimed_by = 'ar_rival' AS claimed_by_rival
   FROM webhook_idem.claim_next('ar_fence', '1 hour') \gset
 \echo :fence_attempt :claimed_by_rival
 SET ROLE ar_worker;
 SELECT webhook_idem.complete(:fence_id, :fence_attempt) AS worker_completes_rivals;
+-- A handler acts as its owner, not as whoever runs it: one whose owner
+-- (ar_admin) has no share in the rival's claim cannot fail it, run by
+-- process_pending as the rival itself, nor by a superuser's delivery (nor
+-- by the in-database workers, a superuser's sessions). Before, the claim
+-- was checked against the session's role, and the handler's fail() won.
+SET ROLE ar_admin;
+CREATE FUNCTION ar.meddle(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN jsonb_build_object('failed', webhook_idem.fail((p->>'target')::bigint, (p->>'attempt')::int, 'meddled', '0'),
+                            'extended', webhook_idem.extend((p->>'target')::bigint, (p->>'attempt')::int, '1 day'));
+END $$;
+SELECT source FROM webhook_idem.register_source('ar_meddle', 'none', handler => 'ar.meddle(jsonb)');
+SELECT source FROM webhook_idem.register_source('ar_meddle_q', 'none', handler => 'ar.meddle(jsonb)', mode => 'async');
+RESET ROLE;
+SELECT status, result FROM webhook_idem.apply_event('ar_meddle',
+  convert_to(jsonb_build_object('id', 'm1', 'target', :fence_id, 'attempt', :fence_attempt)::text, 'UTF8'));
+SELECT status FROM webhook_idem.apply_event('ar_meddle_q',
+  convert_to(jsonb_build_object('id', 'm2', 'target', :fence_id, 'attempt', :fence_attempt)::text, 'UTF8'));
+SET ROLE ar_rival;
+SELECT webhook_idem.process_pending('ar_meddle_q') AS processed;
+RESET ROLE;
+SELECT event_id, status, result FROM webhook_idem.events WHERE source = 'ar_meddle_q';
+SELECT status, attempts, last_error, claimed_by = 'ar_rival' AS still_rivals
+  FROM webhook_idem.events WHERE id = :fence_id;
 -- A superuser has every role's privileges.
 RESET ROLE;
 SELECT webhook_idem.complete(:fence_id, :fence_attempt, '{"by": "superuser"}') AS superuser_completes;
@@ -233,6 +257,7 @@ SELECT what, count(*) AS runs FROM ar.log WHERE what LIKE 'named %' GROUP BY wha
 
 SELECT webhook_idem.drop_source(s, true)
   FROM unnest(ARRAY['ar_defer', 'ar_defer_q', 'ar_hold', 'ar_plant', 'ar_nested', 'ar_backoff',
-                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q', 'ar_fence', 'ar_named']) s;
+                    'ar_backoff2', 'ar_keep', 'ar_short', 'ar_ro', 'ar_ro_q', 'ar_fence', 'ar_named',
+                    'ar_meddle', 'ar_meddle_q']) s;
 DROP SCHEMA ar CASCADE;
 DROP ROLE ar_admin, ar_http, ar_worker, ar_rival, ar_lead;

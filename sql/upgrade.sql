@@ -259,7 +259,7 @@ SELECT id AS claimed_id, attempts AS claimed_attempt, claimed_by IS NULL AS unow
 \echo :unowned
 SET ROLE upg_worker;
 SELECT webhook_idem.complete(:claimed_id, :claimed_attempt, '{"by": "old worker"}') AS completed;
-SELECT event_id, status, attempts, claimed_by = 'upg_worker'::regrole AS owned
+SELECT event_id, status, attempts, claimed_by = 'upg_worker' AS owned
   FROM webhook_idem.claim_next('jobs', '1 hour');
 RESET ROLE;
 SELECT id AS new_id, attempts AS new_attempt FROM webhook_idem.events

@@ -284,9 +284,9 @@ typedef struct EventChange
 	int			n_columns;
 	void		(*apply) (Datum *values, bool *nulls, const AttrNumber *a, const void *arg);
 	const void *arg;
-	Oid			claimed_by;		/* a lease's role, set where the table has the
-								 * column (WI_CLAIMED_BY_COLUMN); else
-								 * InvalidOid */
+	Datum		claimed_by;		/* a lease's claimant (a name), set where the
+								 * table has the column (WI_CLAIMED_BY_COLUMN);
+								 * else (Datum) 0 */
 } EventChange;
 
 /*
@@ -348,7 +348,7 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 	for (int i = 0; i < change->n_columns; i++)
 		rte->updatedCols = bms_add_member(rte->updatedCols,
 										  a[change->columns[i]] - FirstLowInvalidHeapAttributeNumber);
-	if (OidIsValid(change->claimed_by) && facts->claimed_by != InvalidAttrNumber)
+	if (change->claimed_by != (Datum) 0 && facts->claimed_by != InvalidAttrNumber)
 		rte->updatedCols = bms_add_member(rte->updatedCols,
 										  facts->claimed_by - FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(estate, list_make1(rte));
@@ -394,9 +394,9 @@ UpdateEventDirect(const EventRow *row, const EventChange *change, EventRow *out)
 		memcpy(nulls, old_slot->tts_isnull, sizeof(bool) * desc->natts);
 		tid = old_slot->tts_tid;
 		change->apply(values, nulls, a, change->arg);
-		if (OidIsValid(change->claimed_by) && facts->claimed_by != InvalidAttrNumber)
+		if (change->claimed_by != (Datum) 0 && facts->claimed_by != InvalidAttrNumber)
 		{
-			values[facts->claimed_by - 1] = ObjectIdGetDatum(change->claimed_by);
+			values[facts->claimed_by - 1] = change->claimed_by;
 			nulls[facts->claimed_by - 1] = false;
 		}
 		tuple = heap_form_tuple(desc, values, nulls);
@@ -470,14 +470,14 @@ RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attempts, J
 	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_RESULT, COL_LAST_ERROR,
 	COL_DELIVERIES, COL_APPLIED_AT, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
 	AttemptChange c = {status, attempts, result, last_error, delivery, row->attempts_base};
-	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c, InvalidOid};
+	EventChange change = {columns, lengthof(columns), ApplyAttempt, &c, (Datum) 0};
 
 	return UpdateEventDirect(row, &change, NULL);
 }
 
 /* Sets what LeaseEvent's UPDATE sets: processing, one more attempt, leased
  * until the transaction's start plus the lease (and, by the caller,
- * claimed by ClaimRole()). */
+ * claimed by the claimant). */
 static void
 ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 {
@@ -497,10 +497,10 @@ ApplyLease(Datum *values, bool *nulls, const AttrNumber *a, const void *arg)
 }
 
 bool
-LeaseEventDirect(EventRow *row, const Interval *lease)
+LeaseEventDirect(EventRow *row, const Interval *lease, Datum claimant)
 {
 	static const int columns[] = {COL_STATUS, COL_ATTEMPTS, COL_LEASE_UNTIL, COL_NEXT_ATTEMPT_AT};
-	EventChange change = {columns, lengthof(columns), ApplyLease, lease, ClaimRole()};
+	EventChange change = {columns, lengthof(columns), ApplyLease, lease, claimant};
 	EventRow	leased;
 
 	if (!UpdateEventDirect(row, &change, &leased))

@@ -457,7 +457,7 @@ DirectPathOk(Relation rel, const AttrNumber *attnums, AttrNumber claimed_by)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, claimed_by - 1);
 
-		if (att->atttypid != OIDOID || att->attnotnull)
+		if (att->atttypid != NAMEOID || att->attnotnull)
 			return false;
 	}
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)

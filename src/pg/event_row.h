@@ -47,10 +47,12 @@ typedef enum EventColumn
 } EventColumn;
 
 /*
- * events.claimed_by (0.2.0's): the role that made the event's current
- * claim. Only it and the roles that have its privileges may complete,
- * fail or extend that claim (ClaimIsCallers, docs/security.md): (id,
- * attempts) tells claims apart but is easy to guess. It is the lease's,
+ * events.claimed_by (0.2.0's): the name of the role that made the event's
+ * current claim (current_user of the claim_next call; a name, so that a
+ * dump restored elsewhere keeps it as pg_dump keeps owners). Only it and
+ * the roles that have its privileges may complete, fail or extend that
+ * claim (ClaimIsCallers, docs/security.md): (id, attempts) tells claims
+ * apart but is easy to guess. It is the lease's,
  * not the event's, and no EventRow carries it: written with each lease
  * (LeaseEvent), read by the claim's check, and absent from a table still
  * on 0.1.0's SQL, whose claims stay anyone's.

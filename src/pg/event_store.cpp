@@ -619,27 +619,27 @@ EventsHaveClaimedBy(void)
 	return get_attnum(EventsRelid(), WI_CLAIMED_BY_COLUMN) != InvalidAttrNumber;
 }
 
-Oid
-ClaimRole(void)
+Datum
+ClaimantName(Oid role)
 {
-	/* The session's role (SET ROLE's), not the extension owner's that
-	 * claim_next, complete, fail and extend run with. */
-	return GetOuterUserId();
+	Name		name = (Name) palloc0(NAMEDATALEN);
+
+	namestrcpy(name, GetUserNameFromId(role, false));
+	return NameGetDatum(name);
 }
 
 void
-LeaseEvent(const Interval *lease, EventRow *row)
+LeaseEvent(const Interval *lease, EventRow *row, Datum claimant)
 {
-	static const Oid argtypes[3] = {INT8OID, INTERVALOID, OIDOID};
+	static const Oid argtypes[3] = {INT8OID, INTERVALOID, NAMEOID};
 	static char *sql[2] = {NULL, NULL};
 	int			v020 = EventsHaveClaimedBy();
 	SPIPlanPtr	plan;
-	Datum		args[3] = {Int64GetDatum(row->id), IntervalPGetDatum(lease),
-	ObjectIdGetDatum(ClaimRole())};
+	Datum		args[3] = {Int64GetDatum(row->id), IntervalPGetDatum(lease), claimant};
 	int			rc;
 
 	/* (Not on Citus: the row is in a shard, leased by the routed form.) */
-	if (!IsolationUsesXactSnapshot() && !EventsDistributed() && LeaseEventDirect(row, lease))
+	if (!IsolationUsesXactSnapshot() && !EventsDistributed() && LeaseEventDirect(row, lease, claimant))
 		return;
 
 	if (sql[v020] == NULL)
@@ -663,7 +663,7 @@ LeaseEvent(const Interval *lease, EventRow *row)
 }
 
 bool
-ClaimIsCallers(const EventRow *row)
+ClaimIsCallers(const EventRow *row, Oid caller)
 {
 	static const Oid argtypes[1] = {INT8OID};
 	static const char *sql = "SELECT " WI_CLAIMED_BY_COLUMN " FROM webhook_idem.events"
@@ -681,12 +681,13 @@ ClaimIsCallers(const EventRow *row)
 		elog(ERROR, "event lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return false;
-	owner = SpiGet(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, OIDOID, "events", &isnull);
+	owner = SpiGet(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, NAMEOID, "events", &isnull);
 	/* A claim made before the column was (the update to 0.2.0) has none. */
 	if (isnull)
 		return true;
-	/* The role itself, a role that has its privileges, or a superuser. */
-	return has_privs_of_role(ClaimRole(), DatumGetObjectId(owner));
+	/* The role itself, a role that has its privileges, or a superuser (for
+	 * whom a role dropped since, or renamed, is no one's to refuse). */
+	return has_privs_of_role(caller, get_role_oid(NameStr(*DatumGetName(owner)), true));
 }
 
 bool

@@ -75,7 +75,7 @@ bool		RecordAttemptDirect(const EventRow *row, WiEventStatus status, int32 attem
 /* LeaseEvent without SPI, for READ COMMITTED: *row (the caller holds its
  * row lock) is leased and read back; false (nothing done) if the table is
  * not as the extension made it. */
-bool		LeaseEventDirect(EventRow *row, const Interval *lease);
+bool		LeaseEventDirect(EventRow *row, const Interval *lease, Datum claimant);
 
 /* LockEventRow (waiting) without SPI, for READ COMMITTED, for an event
  * whose names the caller knows: 1 locked and read (it is event id), 0 no
@@ -117,19 +117,18 @@ void		RecordAttempt(const EventRow *row, WiEventStatus status, int32 attempts, J
 						  const Interval *retry_in);
 
 /* Leases a due event *row (its row lock held) for lease (status
- * processing, one more attempt, claimed by ClaimRole()); *row receives it
- * as leased. */
-void		LeaseEvent(const Interval *lease, EventRow *row);
+ * processing, one more attempt, claimed by claimant, a name Datum:
+ * ClaimantName); *row receives it as leased. */
+void		LeaseEvent(const Interval *lease, EventRow *row, Datum claimant);
 
-/* The role a claim made now belongs to (WI_CLAIMED_BY_COLUMN): the
- * session's current role. */
-Oid			ClaimRole(void);
+/* The name Datum of role, as a claim records it (WI_CLAIMED_BY_COLUMN). */
+Datum		ClaimantName(Oid role);
 
 /* True if the claim of the event *row (its row lock held, its token
- * checked) may be completed, failed or extended by the caller: it was
- * made by ClaimRole() or a role whose privileges it has, or by no one
- * (a table without WI_CLAIMED_BY_COLUMN, a claim from before it). */
-bool		ClaimIsCallers(const EventRow *row);
+ * checked) may be completed, failed or extended by role caller: it was
+ * made by caller or a role whose privileges caller has, or by no one (a
+ * table without WI_CLAIMED_BY_COLUMN, a claim from before it). */
+bool		ClaimIsCallers(const EventRow *row, Oid caller);
 
 /* Renews the lease of a processing event; false if (id, attempt) is not
  * its current claim. */

@@ -618,10 +618,40 @@ ClaimAsInDatabaseWorker(bool on)
 	claim_as_in_database_worker = on;
 }
 
+/*
+ * claim_next, complete, fail and extend run with the rights of the
+ * extension's owner, taken here rather than by SECURITY DEFINER so that
+ * the role calling them is known (current_user: the session's role, a
+ * handler's owner inside a handler, a SECURITY DEFINER function's owner):
+ * a claim is that role's. Should anything raise, the transaction's or
+ * subtransaction's abort restores the caller's identity.
+ */
+typedef struct CallerIdentity
+{
+	Oid			role;
+	int			sec_context;
+} CallerIdentity;
+
+static CallerIdentity
+BecomeExtensionOwner(void)
+{
+	CallerIdentity who;
+
+	GetUserIdAndSecContext(&who.role, &who.sec_context);
+	SetUserIdAndSecContext(ExtensionOwner(), who.sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	return who;
+}
+
+static void
+BecomeCaller(const CallerIdentity *who)
+{
+	SetUserIdAndSecContext(who->role, who->sec_context);
+}
+
 /* The row claim_next returns for the event *row it leased: the events row
- * type, with the claim's role where the type has WI_CLAIMED_BY_COLUMN. */
+ * type, with the claimant where the type has WI_CLAIMED_BY_COLUMN. */
 static HeapTuple
-ClaimedEventTuple(const EventRow *row, TupleDesc desc)
+ClaimedEventTuple(const EventRow *row, TupleDesc desc, Datum claimant)
 {
 	HeapTuple	tuple = EventRowToTuple(row, desc, NULL);
 
@@ -629,14 +659,13 @@ ClaimedEventTuple(const EventRow *row, TupleDesc desc)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (!att->attisdropped && att->atttypid == OIDOID &&
+		if (!att->attisdropped && att->atttypid == NAMEOID &&
 			strcmp(NameStr(att->attname), WI_CLAIMED_BY_COLUMN) == 0)
 		{
 			int			attnum = att->attnum;
-			Datum		value = ObjectIdGetDatum(ClaimRole());
 			bool		isnull = false;
 
-			return heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &value, &isnull);
+			return heap_modify_tuple_by_cols(tuple, desc, 1, &attnum, &claimant, &isnull);
 		}
 	}
 	return tuple;
@@ -656,6 +685,8 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo;
 	DueScan		scan;
 	int			claimed = 0;
+	CallerIdentity who;
+	Datum		claimant;
 
 	CheckLeaseArg(lease);
 	if (batch < 0)
@@ -665,6 +696,8 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	/* Each claim holds its locks until the transaction ends: bounded. */
 	batch = Min(batch, WI_MAX_BATCH);
 
+	who = BecomeExtensionOwner();
+	claimant = ClaimantName(who.role);
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
@@ -695,24 +728,25 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 		}
 		if (BurySpentEvent(src, &row, false))
 			continue;
-		LeaseEvent(lease, &row);
-		tuplestore_puttuple(rsinfo->setResult, ClaimedEventTuple(&row, rsinfo->setDesc));
+		LeaseEvent(lease, &row, claimant);
+		tuplestore_puttuple(rsinfo->setResult, ClaimedEventTuple(&row, rsinfo->setDesc, claimant));
 		claimed++;
 	}
 	DueScanEnd(&scan);
 	SPI_finish();
+	BecomeCaller(&who);
 	return (Datum) 0;
 }
 
 /* Row-locks event id and reads it; true if (id, attempt) is its current
  * claim (processing, that many attempts): the fencing token holds, and
- * the claim is the caller's role's (a guessed token of another role's
+ * the claim is caller's (a guessed token of another role's
  * claim is fenced off like a stale one). */
 static bool
-HoldsClaim(int64 id, int32 attempt, EventRow *row)
+HoldsClaim(int64 id, int32 attempt, Oid caller, EventRow *row)
 {
 	return LockEventRow(id, false, row) && row->status == WI_PROCESSING &&
-		row->attempts == attempt && ClaimIsCallers(row);
+		row->attempts == attempt && ClaimIsCallers(row, caller);
 }
 
 /*
@@ -726,9 +760,11 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 	WiOrderKey	key;
 	bool		has_order;
 	bool		done = false;
+	CallerIdentity who;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
+	who = BecomeExtensionOwner();
 	SPI_connect();
 	LockEventsForWrite();
 	LockOrderForWrite();
@@ -745,7 +781,7 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 		if (has_order)
 			(void) LockEntity(key.source, key.entity, true);
 	}
-	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row))
+	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), who.role, &row))
 	{
 		bool		ordered = has_order && strcmp(row.source, key.source) == 0;
 		char	   *detail;
@@ -767,6 +803,7 @@ webhook_idem_complete(PG_FUNCTION_ARGS)
 		}
 	}
 	SPI_finish();
+	BecomeCaller(&who);
 	PG_RETURN_BOOL(done);
 }
 
@@ -783,14 +820,16 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 	EventRow	row;
 	WiSource   *src;
 	const char *answer = NULL;
+	CallerIdentity who;
 
 	CheckRetryInArg(retry_in);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
+	who = BecomeExtensionOwner();
 	SPI_connect();
 	LockEventsForWrite();
 	LockOrderForWrite();
-	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
+	if (HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), who.role, &row) &&
 		(src = LookupSource(row.source)) != NULL)
 	{
 		WiEventStatus status = FailedAttemptStatus(src, row.attempts, row.attempts_base);
@@ -803,6 +842,7 @@ webhook_idem_fail(PG_FUNCTION_ARGS)
 			NoteOrderAdvance();	/* for a walk this handler runs within */
 	}
 	SPI_finish();
+	BecomeCaller(&who);
 	if (answer == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(answer));
@@ -817,19 +857,22 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 {
 	Interval   *lease = PG_ARGISNULL(2) ? NULL : PG_GETARG_INTERVAL_P(2);
 	bool		done;
+	CallerIdentity who;
 
 	CheckLeaseArg(lease);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
 	RequireEventWrites("extend a lease");	/* before the claim's row lock */
+	who = BecomeExtensionOwner();
 	SPI_connect();
 	LockEventsForWrite();
 	{
 		EventRow	row;
 
-		done = HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), &row) &&
+		done = HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), who.role, &row) &&
 			ExtendLease(row.id, row.attempts, lease);
 	}
 	SPI_finish();
+	BecomeCaller(&who);
 	PG_RETURN_BOOL(done);
 }

@@ -26,14 +26,14 @@ CREATE TABLE webhook_idem.events (
   next_attempt_at timestamptz,
   result          jsonb,
   last_error      text,
-  claimed_by      oid,  -- the role of the last claim (src/pg/event_row.h)
+  claimed_by      name,  -- the role of the last claim (src/pg/event_row.h)
   CONSTRAINT events_source_event_id_key UNIQUE (source, event_id)
 );
 COMMENT ON TABLE webhook_idem.events IS 'One row per (source, event_id): the de-duplication record and the queue';
 COMMENT ON COLUMN webhook_idem.events.attempts IS 'Handler runs so far; with id, the fencing token of a claim; never decreases';
 COMMENT ON COLUMN webhook_idem.events.attempts_base IS 'attempts when the event was last replayed: the budget of max_attempts counts from here';
 COMMENT ON COLUMN webhook_idem.events.deliveries IS 'Verified deliveries of this event, the first included';
-COMMENT ON COLUMN webhook_idem.events.claimed_by IS 'The role (pg_authid OID) that made the last claim: only it, roles with its privileges and superusers may complete, fail or extend that claim';
+COMMENT ON COLUMN webhook_idem.events.claimed_by IS 'The role that made the last claim (current_user of claim_next): only it, roles with its privileges and superusers may complete, fail or extend that claim';
 
 -- Work that is due: only unfinished rows are indexed, so applied events
 -- (nearly all of them) cost this index nothing.

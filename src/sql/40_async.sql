@@ -37,12 +37,15 @@ CREATE FUNCTION webhook_idem._try_claim(source text, event_id text)
 -- "lease expired on the last attempt" and the retry rule for every worker.
 -- Bounds (22023 otherwise): lease in (0, 1 day], retry_in in [0, 30 days],
 -- batch >= 0 (at most 1000 a call).
+-- (claim_next, complete, fail and extend are not SECURITY DEFINER: they
+-- take the extension owner's rights in C, src/pg/queue.cpp, so that the
+-- role calling them is known: a claim is that role's.)
 CREATE FUNCTION webhook_idem.claim_next(
   source text DEFAULT NULL,
   lease  interval DEFAULT '30 seconds',
   batch  integer DEFAULT 1)
   RETURNS SETOF webhook_idem.events
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_claim_next';
 COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
@@ -50,7 +53,7 @@ COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
 
 CREATE FUNCTION webhook_idem.complete(id bigint, attempt integer, result jsonb DEFAULT NULL)
   RETURNS boolean
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_complete';
 COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
@@ -58,7 +61,7 @@ COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
 
 CREATE FUNCTION webhook_idem.fail(id bigint, attempt integer, error text, retry_in interval DEFAULT NULL)
   RETURNS text
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_fail';
 COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
@@ -66,7 +69,7 @@ COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
 
 CREATE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease interval DEFAULT '30 seconds')
   RETURNS boolean
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_extend';
 COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)

@@ -271,12 +271,15 @@ GRANT EXECUTE ON FUNCTION webhook_idem.register_source(text, text, text[], regpr
 -- "lease expired on the last attempt" and the retry rule for every worker.
 -- Bounds (22023 otherwise): lease in (0, 1 day], retry_in in [0, 30 days],
 -- batch >= 0 (at most 1000 a call).
+-- (Not SECURITY DEFINER: they take the extension owner's rights in C,
+-- src/pg/queue.cpp, so that the role calling them is known: a claim is
+-- that role's; inside a handler, the handler's owner's.)
 CREATE OR REPLACE FUNCTION webhook_idem.claim_next(
   source text DEFAULT NULL,
   lease  interval DEFAULT '30 seconds',
   batch  integer DEFAULT 1)
   RETURNS SETOF webhook_idem.events
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_claim_next';
 COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
@@ -284,7 +287,7 @@ COMMENT ON FUNCTION webhook_idem.claim_next(text, interval, integer)
 
 CREATE OR REPLACE FUNCTION webhook_idem.complete(id bigint, attempt integer, result jsonb DEFAULT NULL)
   RETURNS boolean
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_complete';
 COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
@@ -292,7 +295,7 @@ COMMENT ON FUNCTION webhook_idem.complete(bigint, integer, jsonb)
 
 CREATE OR REPLACE FUNCTION webhook_idem.fail(id bigint, attempt integer, error text, retry_in interval DEFAULT NULL)
   RETURNS text
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_fail';
 COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
@@ -300,7 +303,7 @@ COMMENT ON FUNCTION webhook_idem.fail(bigint, integer, text, interval)
 
 CREATE OR REPLACE FUNCTION webhook_idem.extend(id bigint, attempt integer, lease interval DEFAULT '30 seconds')
   RETURNS boolean
-  LANGUAGE c VOLATILE SECURITY DEFINER
+  LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'webhook_idem_extend';
 COMMENT ON FUNCTION webhook_idem.extend(bigint, integer, interval)
@@ -404,8 +407,8 @@ REVOKE ALL ON FUNCTION webhook_idem._keep_source_name() FROM PUBLIC;  -- as 90_p
 -- A claim belongs to the role that made it (src/sql/20_events.sql): a
 -- guessed (id, attempt) of another role's claim is fenced off. Claims made
 -- before the update have none, and stay anyone's.
-ALTER TABLE webhook_idem.events ADD COLUMN claimed_by oid;
-COMMENT ON COLUMN webhook_idem.events.claimed_by IS 'The role (pg_authid OID) that made the last claim: only it, roles with its privileges and superusers may complete, fail or extend that claim';
+ALTER TABLE webhook_idem.events ADD COLUMN claimed_by name;
+COMMENT ON COLUMN webhook_idem.events.claimed_by IS 'The role that made the last claim (current_user of claim_next): only it, roles with its privileges and superusers may complete, fail or extend that claim';
 
 -- Workers of one source walk its due events in order (src/sql/20_events.sql).
 -- The same, by source, for workers that serve one source.
