@@ -419,6 +419,30 @@ is( $node->safe_psql('down',
 is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_idem.forwards WHERE status <> 'dead'"),
 	'0', 'the outbox is empty');
 
+# ---------------------------------------------------------------------
+# 6. A forward_to that the relay's check passes but pg_net's URL parser
+# refuses (a port past 65535): that forward is dead, with pg_net's reason,
+# and the others still go. Its error failed the whole sending step, every
+# second, so no source's forward was sent while it waited.
+$node->safe_psql('postgres',
+	    "SELECT FROM webhook_idem.register_source('up_badurl', 'none', handler => 'up_handler(jsonb)',"
+	  . " event_id_from => '\$.id', forward_secret => '$secret', forward_to => 'http://127.0.0.1:99999/')");
+is(deliver('up_badurl', 'badurl-1'), 'applied', 'an event of a source whose URL pg_net refuses');
+is(deliver('up_ok', 'after-badurl'), 'applied', 'and one of a good source after it');
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'badurl-1'") eq '1';
+		},
+		60),
+	'the refused forward is dead');
+like(
+	$node->safe_psql('postgres',
+		"SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'badurl-1'"),
+	qr/not sent: pg_net refused the request: .*SQLSTATE/, 'saying that pg_net refused it, and why');
+ok(outbox_drained("event_id = 'after-badurl'"), 'the good source\'s forward is delivered');
+is(scalar(received_for('/apply', 'after-badurl')), 1, 'once');
+
 $server->kill_kill;
 $node->stop;
 done_testing();
