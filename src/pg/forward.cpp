@@ -200,16 +200,23 @@ ForwardUrlOk(const char *url)
 	return true;
 }
 
-/* True if an event id can be sent as a header value: no control
- * character (a CR or LF would let the upstream sender add headers of its
- * own to the forwarded request). */
-static bool
-EventIdSendable(const char *event_id)
+/* Why an event id cannot be sent as a header value, or NULL if it can:
+ * a control character (a CR or LF would let the upstream sender add
+ * headers of its own to the forwarded request), or white space at either
+ * end, which HTTP strips from a header value, so that the downstream would
+ * check the signature (made over the id as it is) against another id. */
+static const char *
+EventIdUnsendable(const char *event_id)
 {
+	size_t		len = strlen(event_id);
+
 	for (const unsigned char *p = (const unsigned char *) event_id; *p; p++)
 		if (*p < 0x20 || *p == 0x7f)
-			return false;
-	return true;
+			return "the event id holds control characters, which no HTTP header may carry";
+	if (len > 0 && (event_id[0] == ' ' || event_id[len - 1] == ' '))
+		return "the event id begins or ends with a space, which HTTP strips from a header: "
+			"no downstream could verify the signature";
+	return NULL;
 }
 
 /* Why forward_to and forward_secret cannot forward, or NULL if they can
@@ -606,8 +613,8 @@ SendDue(const char *epoch, int max)
 			problem = "webhook_idem.forwards.attempts is NULL";
 		if (problem == NULL && DatumGetInt32(attempts) == PG_INT32_MAX)
 			problem = "no attempt number left (attempts is 2147483647)";
-		if (problem == NULL && !EventIdSendable(event_id))
-			problem = "the event id holds control characters, which no HTTP header may carry";
+		if (problem == NULL)
+			problem = EventIdUnsendable(event_id);
 		if (problem != NULL)
 		{
 			ForwardUnsendable(id, psprintf("not sent: %s", problem));

@@ -443,6 +443,23 @@ like(
 ok(outbox_drained("event_id = 'after-badurl'"), 'the good source\'s forward is delivered');
 is(scalar(received_for('/apply', 'after-badurl')), 1, 'once');
 
+# An event id with a space at either end: HTTP strips it from the
+# webhook-id header, and the signature, made over the id as it is, would
+# verify for no downstream (the downstream here applied it regardless,
+# and it was settled as delivered). Dead, saying why; not sent.
+is(deliver('up_ok', ' spaced '), 'applied', 'an event whose id has spaces at its ends');
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = ' spaced '") eq '1';
+		},
+		60),
+	'its forward is dead');
+like(
+	$node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = ' spaced '"),
+	qr/^not sent: the event id begins or ends with a space/, 'saying why');
+is(scalar(received_for('/apply', 'spaced')) + scalar(received_for('/apply', ' spaced ')), 0, 'and it was not sent');
+
 $server->kill_kill;
 $node->stop;
 done_testing();
