@@ -476,6 +476,38 @@ ForwardUnsendable(int64 id, const char *why)
 			"burying a forward");
 }
 
+/* PostForward's call, in its subtransaction. */
+typedef struct ForwardPost
+{
+	Datum	   *args;
+	int64		request_id;
+} ForwardPost;
+
+static void
+PostForwardStep(void *arg)
+{
+	static const Oid post_types[6] = {TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	static SPIPlanPtr post_plan = NULL;
+	ForwardPost *post = (ForwardPost *) arg;
+	bool		isnull;
+	int			rc;
+
+	post_plan = KeepPlan(&post_plan,
+						 "SELECT net.http_post(url => $1, body => $2,"
+						 "  headers => pg_catalog.jsonb_build_object("
+						 "    'Content-Type', 'application/json', 'Idempotency-Key', $3,"
+						 "    'webhook-id', $3, 'webhook-timestamp', $4, 'webhook-signature', $5),"
+						 "  timeout_milliseconds => $6)",
+						 6, post_types);
+	rc = SPI_execute_plan(post_plan, post->args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "net.http_post failed: %s", SPI_result_code_string(rc));
+	post->request_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+												   &isnull));
+	if (isnull || post->request_id < 0)
+		elog(ERROR, "net.http_post returned no request id");
+}
+
 /*
  * Hands one request to pg_net (net.http_post with post_args): its request
  * id, or -1 with *why set if pg_net refused it (a URL its parser cannot
@@ -487,60 +519,21 @@ ForwardUnsendable(int64 id, const char *why)
 static int64
 PostForward(Datum *post_args, const char **why)
 {
-	static const Oid post_types[6] = {TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
-	static SPIPlanPtr post_plan = NULL;
-	MemoryContext caller_cxt = CurrentMemoryContext;
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	int64		request_id = -1;
+	ForwardPost post = {post_args, -1};
+	ErrorData  *edata = TryInSubtransaction(PostForwardStep, &post);
 
-	post_plan = KeepPlan(&post_plan,
-						 "SELECT net.http_post(url => $1, body => $2,"
-						 "  headers => pg_catalog.jsonb_build_object("
-						 "    'Content-Type', 'application/json', 'Idempotency-Key', $3,"
-						 "    'webhook-id', $3, 'webhook-timestamp', $4, 'webhook-signature', $5),"
-						 "  timeout_milliseconds => $6)",
-						 6, post_types);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller_cxt);
-	PG_TRY();
-	{
-		bool		isnull;
-		int			rc = SPI_execute_plan(post_plan, post_args, NULL, false, 1);
-
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "net.http_post failed: %s", SPI_result_code_string(rc));
-		request_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-												 &isnull));
-		if (isnull || request_id < 0)
-			elog(ERROR, "net.http_post returned no request id");
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		int			category;
-
-		MemoryContextSwitchTo(caller_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
-		/* pg_net refuses a request's values with a data exception or a
-		 * plain ERROR (XX000: its URL check gives no SQLSTATE); anything
-		 * else (pg_net missing or broken, a cancel, a lack of memory) is
-		 * not this forward's and is raised as it is. */
-		category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
-		if (category != ERRCODE_DATA_EXCEPTION && edata->sqlerrcode != ERRCODE_INTERNAL_ERROR)
-			ReThrowError(edata);
-		*why = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
-		FreeErrorData(edata);
-		request_id = -1;
-	}
-	PG_END_TRY();
-	return request_id;
+	if (edata == NULL)
+		return post.request_id;
+	/* pg_net refuses a request's values with a data exception or a plain
+	 * ERROR (XX000: its URL check gives no SQLSTATE); anything else
+	 * (pg_net missing or broken, a cancel, a lack of memory) is not this
+	 * forward's and is raised as it is. */
+	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+		edata->sqlerrcode != ERRCODE_INTERNAL_ERROR)
+		ReThrowError(edata);
+	*why = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
+	FreeErrorData(edata);
+	return -1;
 }
 
 /* Hands up to max due forwards to pg_net; returns how many it handled. */

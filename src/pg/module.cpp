@@ -109,3 +109,30 @@ TimestampToUnixMicros(TimestampTz ts)
 {
 	return ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 }
+
+ErrorData *
+TryInSubtransaction(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	ErrorData  *volatile error = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller_cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(caller_cxt);
+		error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(caller_cxt);
+	CurrentResourceOwner = caller_owner;
+	return error;
+}

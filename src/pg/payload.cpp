@@ -15,16 +15,33 @@ BomLength(const char *data, int len)
 	return len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
+/* ParseJsonBody's parse, in its subtransaction. */
+typedef struct JsonParse
+{
+	const char *text;
+	int			len;
+	Jsonb	   *result;
+} JsonParse;
+
+static void
+ParseJsonStep(void *arg)
+{
+	JsonParse  *p = (JsonParse *) arg;
+	char	   *text = (char *) pg_any_to_server(p->text, p->len, PG_UTF8);
+
+	if (text == p->text)
+		text = pnstrdup(p->text, p->len);
+	p->result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
 Jsonb *
 ParseJsonBody(const char *body, int len, const char **detail)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	Jsonb	   *volatile result = NULL;
-	const char *volatile why = NULL;
 	/* A byte order mark before the text is ignored, as RFC 8259 lets a
 	 * parser do (jsonb_in refuses it as a token it cannot see). */
-	const volatile int bom = BomLength(body, len);
+	int			bom = BomLength(body, len);
+	JsonParse	parse = {body + bom, len - bom, NULL};
+	ErrorData  *edata;
 
 	*detail = NULL;
 	/* NUL bytes and broken sequences are refused before any parsing. */
@@ -37,43 +54,19 @@ ParseJsonBody(const char *body, int len, const char **detail)
 	/*
 	 * The parser raises errors (bad syntax, numbers out of range, nesting
 	 * deeper than the stack allows, characters the database encoding
-	 * lacks). Catch them in a subtransaction so that the caller's
-	 * transaction lives on and the delivery gets an outcome.
+	 * lacks). Caught in a subtransaction so that the caller's transaction
+	 * lives on and the delivery gets an outcome.
 	 */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		char	   *text = (char *) pg_any_to_server(body + bom, len - bom, PG_UTF8);
-
-		if (text == body + bom)
-			text = pnstrdup(body + bom, len - bom);
-		result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		/* A cancel is the session's wish, not the body's fault. */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			ReThrowError(edata);
-		why = edata->detail
-			? psprintf("body is not valid JSON: %s (%s)", edata->message, edata->detail)
-			: psprintf("body is not valid JSON: %s", edata->message);
-		result = NULL;
-	}
-	PG_END_TRY();
-	*detail = why;
-	return result;
+	edata = TryInSubtransaction(ParseJsonStep, &parse);
+	if (edata == NULL)
+		return parse.result;
+	/* A cancel is the session's wish, not the body's fault. */
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		ReThrowError(edata);
+	*detail = edata->detail
+		? psprintf("body is not valid JSON: %s (%s)", edata->message, edata->detail)
+		: psprintf("body is not valid JSON: %s", edata->message);
+	return NULL;
 }
 
 bool

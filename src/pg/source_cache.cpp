@@ -467,6 +467,24 @@ FillSource(WiSource *src, HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 									&src->secrets, cxt);
 }
 
+/* FillSource's arguments, for its subtransaction. */
+typedef struct SourceFill
+{
+	WiSource   *src;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	MemoryContext cxt;
+} SourceFill;
+
+static void
+FillSourceStep(void *arg)
+{
+	SourceFill *f = (SourceFill *) arg;
+
+	MemoryContextSwitchTo(f->cxt);
+	FillSource(f->src, f->tup, f->desc, f->cxt);
+}
+
 /*
  * Reads one source into a memory context of its own; NULL if absent. The
  * row is read with the latest snapshot, not the caller's: a REPEATABLE READ
@@ -481,12 +499,12 @@ static WiSource *
 LoadSource(const char *name)
 {
 	Datum		arg = CStringGetTextDatum(name);
-	MemoryContext caller_cxt = CurrentMemoryContext;
-	ResourceOwner caller_owner = CurrentResourceOwner;
 	MemoryContext cxt;
 	HeapTuple	tup;
 	TupleDesc	desc;
 	WiSource   *src;
+	SourceFill	fill;
+	ErrorData  *edata;
 	int			rc;
 
 	/* A database still on 0.1.0's SQL has none of 0.2.0's columns. One
@@ -532,31 +550,18 @@ LoadSource(const char *name)
 	src = new (MemoryContextAllocZero(cxt, sizeof(WiSource))) WiSource();
 	src->name = MemoryContextStrdup(cxt, name);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	fill.src = src;
+	fill.tup = tup;
+	fill.desc = desc;
+	fill.cxt = cxt;
+	edata = TryInSubtransaction(FillSourceStep, &fill);
+	if (edata != NULL)
 	{
-		FillSource(src, tup, desc, cxt);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		int			sqlstate;
-
-		MemoryContextSwitchTo(caller_cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_cxt);
-		CurrentResourceOwner = caller_owner;
-
 		/* Only what the row says is a misconfiguration (a setting that is
 		 * wrong, or that this server does not support); a cancel, a lack
 		 * of memory or an internal error is raised as it is. */
-		sqlstate = edata->sqlerrcode;
+		int			sqlstate = edata->sqlerrcode;
+
 		if (ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_DATA_EXCEPTION &&
 			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION &&
 			sqlstate != ERRCODE_FEATURE_NOT_SUPPORTED)
@@ -572,7 +577,6 @@ LoadSource(const char *name)
 														  name, edata->message));
 		FreeErrorData(edata);
 	}
-	PG_END_TRY();
 	return src;
 }
 

@@ -170,6 +170,14 @@ void		LockExtensionTableForWrite(const char *name);
  * ShareLock on the table while it waits for an index the read opened. */
 #define LockEventsForWrite() ((void) LockEventsRelation(RowExclusiveLock))
 
+/* Runs fn(arg) in a subtransaction of its own and returns NULL once it
+ * has returned (its work kept), or the error it raised, copied into the
+ * caller's memory context, with the subtransaction rolled back; either
+ * way the caller's memory context and resource owner are restored. The
+ * caller decides which errors are its input's and raises the others
+ * again (ReThrowError): a cancel is never the input's fault. (module.cpp) */
+ErrorData  *TryInSubtransaction(void (*fn) (void *arg), void *arg);
+
 /* --- payload.cpp ---------------------------------------------------- */
 
 /* Parses a body as JSON into a jsonb; on failure returns NULL and sets
