@@ -442,7 +442,18 @@ SettleSent(const char *epoch, int max)
 		else if (queued)
 			continue;			/* pg_net has not sent it yet */
 		else if (!answered)
-			ResendLost(id, "pg_net no longer knows the request (its response expired or was removed); sent again");
+		{
+			/*
+			 * Out of pg_net's queue, so sent, but its answer is gone
+			 * (pg_net.ttl, or deleted): the downstream may have had it.
+			 * A counted attempt, like a crash mid-handler: resent at once
+			 * and uncounted, a ttl shorter than the relay's pace would
+			 * send it for ever.
+			 */
+			ForwardFailed(id, used >= max_attempts, 0,
+						  "pg_net no longer knows the request (its response expired by pg_net.ttl or was deleted before the relay read it)",
+						  backoff, used);
+		}
 		else if (code >= 200 && code < 300)
 			ForwardDelivered(id);
 		else

@@ -15,7 +15,9 @@
 #     of the new life (another pg_net user's, under the same request ids)
 #     is taken for a request of the old one;
 #  4. a downstream that never answers: timeouts until dead, then replay;
-#  5. a burst of 1,000 events.
+#  5. a burst of 1,000 events;
+#  6. URLs and event ids that cannot be sent as they stand: dead, saying why;
+#  7. responses lost before the relay read them: counted attempts.
 # Skipped when pg_net is not installed (scripts/pg_net.sh builds it).
 
 use strict;
@@ -169,6 +171,18 @@ sub outbox_drained
 		$secs // 60);
 }
 
+# Waits until the forward of event $id is dead (at most $secs seconds).
+sub forward_dead
+{
+	my ($id, $secs) = @_;
+	return wait_for(
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = '$id'") eq '1';
+		},
+		$secs // 60);
+}
+
 # ---------------------------------------------------------------------
 # 1. Every applied event reaches the downstream, none rolled back or failed.
 is(deliver('up_ok', "ok-$_"), 'applied', "sync event ok-$_ applied") for 1 .. 5;
@@ -240,13 +254,7 @@ SELECT webhook_idem.apply_event('up_ok', convert_to('{"id": "ok-nullpay"}', 'UTF
 UPDATE webhook_idem.forwards SET payload = NULL WHERE event_id = 'ok-nullpay';
 COMMIT;
 });
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'ok-nullpay'") eq '1';
-		},
-		60),
-	'a forward with a NULL payload is dead');
+ok(forward_dead('ok-nullpay'), 'a forward with a NULL payload is dead');
 like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'ok-nullpay'"),
 	qr/^not sent: webhook_idem\.forwards\.payload is NULL/, 'saying why');
 is(deliver('up_ok', 'ok-after-null'), 'applied', 'the server is up');
@@ -287,13 +295,7 @@ SELECT webhook_idem.apply_event('up_ok', convert_to('{"id": "ok-spent"}', 'UTF8'
 UPDATE webhook_idem.forwards SET attempts = 2147483647, attempts_base = 2147483646 WHERE event_id = 'ok-spent';
 COMMIT;
 });
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'ok-spent'") eq '1';
-		},
-		60),
-	'a forward with no attempt number left is dead');
+ok(forward_dead('ok-spent'), 'a forward with no attempt number left is dead');
 like($node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'ok-spent'"),
 	qr/^not sent: no attempt number left/, 'saying why');
 is(scalar(received_for('/apply', 'ok-spent')), 0, 'and it was not sent');
@@ -377,13 +379,7 @@ $node->safe_psql('postgres',
 # 4. A downstream that never answers: every attempt times out, until dead
 # after max_attempts (3); replay sends it again once it answers.
 is(deliver('up_hang', 'hang-1'), 'applied', 'hang-1 applied');
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'hang-1'") eq '1';
-		},
-		90),
-	'after three timeouts the forward is dead');
+ok(forward_dead('hang-1', 90), 'after three timeouts the forward is dead');
 like(
 	$node->safe_psql('postgres',
 		"SELECT attempts || ' ' || last_error FROM webhook_idem.dead_forwards WHERE event_id = 'hang-1'"),
@@ -429,13 +425,7 @@ $node->safe_psql('postgres',
 	  . " event_id_from => '\$.id', forward_secret => '$secret', forward_to => 'http://127.0.0.1:99999/')");
 is(deliver('up_badurl', 'badurl-1'), 'applied', 'an event of a source whose URL pg_net refuses');
 is(deliver('up_ok', 'after-badurl'), 'applied', 'and one of a good source after it');
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'badurl-1'") eq '1';
-		},
-		60),
-	'the refused forward is dead');
+ok(forward_dead('badurl-1'), 'the refused forward is dead');
 like(
 	$node->safe_psql('postgres',
 		"SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = 'badurl-1'"),
@@ -448,17 +438,59 @@ is(scalar(received_for('/apply', 'after-badurl')), 1, 'once');
 # verify for no downstream (the downstream here applied it regardless,
 # and it was settled as delivered). Dead, saying why; not sent.
 is(deliver('up_ok', ' spaced '), 'applied', 'an event whose id has spaces at its ends');
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = ' spaced '") eq '1';
-		},
-		60),
-	'its forward is dead');
+ok(forward_dead(' spaced '), 'its forward is dead');
 like(
 	$node->safe_psql('postgres', "SELECT last_error FROM webhook_idem.dead_forwards WHERE event_id = ' spaced '"),
 	qr/^not sent: the event id begins or ends with a space/, 'saying why');
 is(scalar(received_for('/apply', 'spaced')) + scalar(received_for('/apply', ' spaced ')), 0, 'and it was not sent');
+
+# ---------------------------------------------------------------------
+# 7. A response that pg_net no longer has when the relay looks for it
+# (expired by pg_net.ttl, or deleted): the request left pg_net's queue, so
+# the downstream may well have had it. That counts as an attempt, with the
+# source's backoff, until max_attempts makes the forward dead; it used to
+# be sent again at once, uncounted, and with a pg_net.ttl shorter than the
+# relay's pace, forever. The relay runs from this session here.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET webhook_idem.forward_in_workers = off; SELECT pg_reload_conf()");
+sleep 2;    # the workers read the new setting
+$node->safe_psql('postgres',
+	    "SELECT FROM webhook_idem.register_source('up_lost', 'none', handler => 'up_handler(jsonb)',"
+	  . " event_id_from => '\$.id', backoff => '100 milliseconds', forward_secret => '$secret',"
+	  . " forward_to => '$base/apply', max_attempts => 2)");
+is(deliver('up_lost', 'lost-1'), 'applied', 'an event whose responses will be lost');
+for my $round (1 .. 2)
+{
+	ok( wait_for(
+			sub {
+				$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
+				$node->safe_psql(
+					'postgres', q{
+SELECT count(*) FROM webhook_idem.forwards f JOIN net._http_response r ON r.id = f.request_id
+ WHERE f.event_id = 'lost-1' AND f.status = 'sending'}) eq '1';
+			},
+			30),
+		"request $round sent and answered");
+	$node->safe_psql(
+		'postgres', q{
+DELETE FROM net._http_response
+ WHERE id = (SELECT request_id FROM webhook_idem.forwards WHERE event_id = 'lost-1')});
+}
+ok( wait_for(
+		sub {
+			$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
+			$node->safe_psql('postgres',
+				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'lost-1'") eq '1';
+		},
+		30),
+	'after two lost responses (max_attempts 2) the forward is dead');
+like(
+	$node->safe_psql('postgres',
+		"SELECT attempts || ' ' || last_error FROM webhook_idem.dead_forwards WHERE event_id = 'lost-1'"),
+	qr/^2 pg_net no longer knows the request/, 'two attempts counted, saying why');
+is(scalar(received_for('/apply', 'lost-1')), 2, 'the downstream saw two requests, no more');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET webhook_idem.forward_in_workers; SELECT pg_reload_conf()");
 
 $server->kill_kill;
 $node->stop;
