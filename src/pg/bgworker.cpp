@@ -122,6 +122,8 @@ ExtensionReady(void)
 
 	if (!OidIsValid(ext))
 		return false;
+	/* The claim runs webhook_idem.claim_next by name, as a superuser. */
+	CheckExtensionSchemaSafe();
 	/* Kept, as every statement of the claim: a claim of one or two
 	 * events (a worker keeping up with intake) would otherwise spend
 	 * much of its time parsing and planning. */

@@ -13,11 +13,21 @@
 #include "pg/verify.h"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_trigger.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
+#include "utils/fmgroids.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_sources_changed);
+PG_FUNCTION_INFO_V1(webhook_idem_check_schema);
 }
 
 static MemoryContext cache_cxt = NULL;
@@ -33,6 +43,7 @@ static Oid	secrets_relid = InvalidOid;
 static Oid	events_relid = InvalidOid;
 static Oid	events_seq_relid = InvalidOid;
 static Oid	extension_owner = InvalidOid;
+static bool schema_checked = false;	/* CheckExtensionSchema passed */
 /* The source query, for the 0.1.0 table and for 0.2.0's (more columns). */
 static SPIPlanPtr load_plans[2] = {NULL, NULL};
 
@@ -44,6 +55,7 @@ ForgetCatalogOids(void)
 	sources_relid = secrets_relid = InvalidOid;
 	events_relid = events_seq_relid = InvalidOid;
 	extension_owner = InvalidOid;
+	schema_checked = false;
 }
 
 /* Relcache invalidation: a change to sources, source_secrets or events
@@ -73,6 +85,17 @@ FunctionsInvalidated(Datum, int, uint32)
 	cache_stale = true;
 }
 
+/* Syscache invalidation of pg_namespace or pg_authid: a schema renamed,
+ * given to another owner or granted to others, a role no longer a
+ * superuser. Handlers are resolved again, and the extension's schema
+ * checked again (CheckExtensionSchema) before its objects are used. */
+static void
+SchemasInvalidated(Datum arg, int cacheid, uint32 hashvalue)
+{
+	FunctionsInvalidated(arg, cacheid, hashvalue);
+	ForgetCatalogOids();
+}
+
 /* Registers the invalidation callbacks, once per backend: before any OID
  * is cached, so that every path that caches one (the invalidation trigger,
  * complete() reading a status) also forgets it when the extension is
@@ -84,7 +107,8 @@ WatchCatalog(void)
 	{
 		WiRegisterRelcacheCallback(SourcesInvalidated);
 		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
-		CacheRegisterSyscacheCallback(NAMESPACEOID, FunctionsInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, SchemasInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHOID, SchemasInvalidated, (Datum) 0);
 		callbacks_registered = true;
 	}
 }
@@ -100,10 +124,205 @@ FollowCatalog(void)
 	AcceptInvalidationMessages();
 }
 
+/* The schema the extension was created in (pg_extension.extnamespace). */
 static Oid
-ExtensionNamespace(void)
+ExtensionSchemaOf(Oid ext)
 {
-	return get_namespace_oid("webhook_idem", false);
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/* True if the object (classid, objid) is a member of extension ext. */
+static bool
+IsExtensionMember(Relation depend, Oid classid, Oid objid, Oid ext)
+{
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		member = false;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(classid));
+	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
+	while (!member && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+		member = d->deptype == DEPENDENCY_EXTENSION &&
+			d->refclassid == ExtensionRelationId && d->refobjid == ext;
+	}
+	systable_endscan(scan);
+	return member;
+}
+
+/* Raises 42501 naming the first object in schema nsp (one that depends on
+ * it: every object but those made with another, such as a table's row
+ * type or index) that is neither extension ext nor one of its members. */
+static void
+CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	ObjectAddress stray = {InvalidOid, InvalidOid, 0};
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(NamespaceRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(nsp));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (!OidIsValid(stray.classId) && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (!(d->classid == ExtensionRelationId && d->objid == ext) &&
+			!IsExtensionMember(depend, d->classid, d->objid, ext))
+			ObjectAddressSet(stray, d->classid, d->objid);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	if (OidIsValid(stray.classId))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("schema \"webhook_idem\" holds %s, which is not part of the extension",
+						getObjectDescription(&stray, false)),
+				 errdetail("The extension's in-database workers and SECURITY DEFINER functions use "
+						   "the objects of this schema by name, as a superuser."),
+				 errhint("Drop it, or move it to another schema, then try again.")));
+}
+
+/*
+ * Raises an error unless the schema named webhook_idem may be trusted to
+ * hold the extension's objects: it is the schema the extension was created
+ * in, a superuser owns it, and no one but superusers may create objects in
+ * it; with members_only, it also holds nothing that is not the extension's
+ * (checked at CREATE EXTENSION and ALTER EXTENSION UPDATE; after that, only
+ * superusers could add anything). The extension's SQL and C find its
+ * objects by that name, and the in-database workers, the relay and the
+ * SECURITY DEFINER functions run them as a superuser: a schema another role
+ * owns or may create in (one made before CREATE EXTENSION adopted it, say)
+ * would let that role run code as a superuser. Returns the schema's OID,
+ * or InvalidOid if the extension is not installed in this database.
+ */
+static Oid
+CheckExtensionSchema(bool members_only)
+{
+	Oid			ext = get_extension_oid("webhook_idem", true);
+	Oid			nsp;
+	Oid			owner;
+	Oid			creator = InvalidOid;
+	bool		may_create = false;
+	HeapTuple	tup;
+	bool		isnull;
+	Datum		acl_datum;
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	nsp = get_namespace_oid("webhook_idem", true);
+	if (nsp != ExtensionSchemaOf(ext))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("schema \"webhook_idem\" is not the schema of extension webhook_idem"),
+				 errdetail("The extension's schema was renamed%s.",
+						   OidIsValid(nsp) ? ", and another one given its name" : ""),
+				 errhint("The extension finds its objects by the name webhook_idem: rename its "
+						 "schema back.")));
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	acl_datum = SysCacheGetAttr(NAMESPACEOID, tup, Anum_pg_namespace_nspacl, &isnull);
+	if (!isnull)
+	{
+		Acl		   *acl = DatumGetAclP(acl_datum);
+		AclItem    *items = ACL_DAT(acl);
+
+		for (int i = 0; i < ACL_NUM(acl) && !may_create; i++)
+			if ((ACLITEM_GET_PRIVS(items[i]) & ACL_CREATE) && items[i].ai_grantee != owner &&
+				(items[i].ai_grantee == ACL_ID_PUBLIC || !superuser_arg(items[i].ai_grantee)))
+			{
+				may_create = true;
+				creator = items[i].ai_grantee;
+			}
+	}
+	ReleaseSysCache(tup);
+	if (!superuser_arg(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("schema \"webhook_idem\" is owned by role \"%s\", which is not a superuser",
+						GetUserNameFromId(owner, false)),
+				 errdetail("The extension's in-database workers and SECURITY DEFINER functions use "
+						   "the objects of this schema by name, as a superuser: its owner could "
+						   "replace them."),
+				 errhint("Check what the schema holds, then ALTER SCHEMA webhook_idem OWNER TO "
+						 "a superuser.")));
+	if (may_create)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s may create objects in schema \"webhook_idem\"",
+						creator == ACL_ID_PUBLIC ? "PUBLIC" :
+						psprintf("role \"%s\"", GetUserNameFromId(creator, false))),
+				 errdetail("The extension's in-database workers and SECURITY DEFINER functions use "
+						   "the objects of this schema by name, as a superuser."),
+				 errhint("REVOKE CREATE ON SCHEMA webhook_idem FROM %s.",
+						 creator == ACL_ID_PUBLIC ? "PUBLIC" :
+						 quote_identifier(GetUserNameFromId(creator, false)))));
+	if (members_only)
+		CheckSchemaHoldsOnlyMembers(nsp, ext);
+	return nsp;
+}
+
+/* The extension's schema, checked (CheckExtensionSchema) once after every
+ * invalidation that may change the verdict. */
+static Oid
+ExtensionNamespace(bool missing_ok)
+{
+	Oid			nsp;
+
+	if (schema_checked)
+		return get_namespace_oid("webhook_idem", missing_ok);
+	nsp = CheckExtensionSchema(false);
+	if (!OidIsValid(nsp))
+		return get_namespace_oid("webhook_idem", missing_ok);
+	schema_checked = true;
+	return nsp;
+}
+
+void
+CheckExtensionSchemaSafe(void)
+{
+	WatchCatalog();
+	(void) ExtensionNamespace(true);
+}
+
+/*
+ * webhook_idem._check_schema() - CheckExtensionSchema with members_only,
+ * for the install and upgrade scripts: each creates this function and calls
+ * it before anything else (a decoy of the same name and arguments made
+ * beforehand makes the CREATE fail; one of other arguments, the call
+ * ambiguous).
+ */
+extern "C" Datum
+webhook_idem_check_schema(PG_FUNCTION_ARGS)
+{
+	(void) CheckExtensionSchema(true);
+	PG_RETURN_VOID();
 }
 
 /* webhook_idem.sources, looked up by name after every invalidation. */
@@ -112,7 +331,7 @@ SourcesRelid(void)
 {
 	WatchCatalog();
 	if (!OidIsValid(sources_relid))
-		sources_relid = get_relname_relid("sources", ExtensionNamespace());
+		sources_relid = get_relname_relid("sources", ExtensionNamespace(false));
 	return sources_relid;
 }
 
@@ -122,7 +341,7 @@ SecretsRelid(void)
 {
 	WatchCatalog();
 	if (!OidIsValid(secrets_relid))
-		secrets_relid = get_relname_relid("source_secrets", ExtensionNamespace());
+		secrets_relid = get_relname_relid("source_secrets", ExtensionNamespace(false));
 	return secrets_relid;
 }
 
@@ -131,15 +350,17 @@ EventsRelid(void)
 {
 	WatchCatalog();
 	if (!OidIsValid(events_relid))
-		events_relid = get_relname_relid("events", ExtensionNamespace());
+		events_relid = get_relname_relid("events", ExtensionNamespace(false));
 	return events_relid;
 }
 
 Oid
 ExtensionTableRelid(const char *name)
 {
-	Oid			ns = get_namespace_oid("webhook_idem", true);
+	Oid			ns;
 
+	WatchCatalog();
+	ns = ExtensionNamespace(true);
 	return OidIsValid(ns) ? get_relname_relid(name, ns) : InvalidOid;
 }
 
@@ -197,7 +418,7 @@ EventsSeqRelid(void)
 {
 	WatchCatalog();
 	if (!OidIsValid(events_seq_relid))
-		events_seq_relid = get_relname_relid("events_id_seq", ExtensionNamespace());
+		events_seq_relid = get_relname_relid("events_id_seq", ExtensionNamespace(false));
 	return events_seq_relid;
 }
 

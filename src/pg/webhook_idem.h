@@ -144,6 +144,14 @@ void		CheckBatchEventIdRule(bool batched, const WiEventIdRule *primary);
  * OIDs below follow a DROP/CREATE EXTENSION committed by another session. */
 Oid			ExtensionOwner(void);
 
+/* Raises an error unless the schema named webhook_idem may be trusted to
+ * hold the extension's objects, which its SQL and C find by that name: it
+ * is the extension's schema, a superuser owns it and no one else may
+ * create objects in it (a no-op if the extension is not installed). The
+ * lookups below check it too, once after every change to a schema or a
+ * role. */
+void		CheckExtensionSchemaSafe(void);
+
 /* The OIDs of the extension's objects, looked up once per backend. */
 Oid			EventsRelid(void);
 Oid			EventsSeqRelid(void);

@@ -2,6 +2,19 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION webhook_idem" to load this file. \quit
 
+-- The extension's SQL and C find its objects by the schema's name, and its
+-- in-database workers, its relay and its SECURITY DEFINER functions run them
+-- as a superuser. So before anything else: the schema must be owned by a
+-- superuser, no one else may create objects in it, and it must hold nothing
+-- but the extension's objects (a schema made beforehand by a role with
+-- CREATE on the database, and adopted by CREATE EXTENSION or pg_restore,
+-- would fail all three). Every later use checks the first two again.
+CREATE FUNCTION webhook_idem._check_schema() RETURNS void
+  LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_schema';
+COMMENT ON FUNCTION webhook_idem._check_schema()
+  IS 'Raises an error unless schema webhook_idem is owned by a superuser, grants CREATE to no one else and holds only the extension''s objects';
+SELECT webhook_idem._check_schema();
+
 -- Roles are cluster-wide: a second database's CREATE EXTENSION reuses them,
 -- and DROP EXTENSION leaves them in place.
 DO $roles$

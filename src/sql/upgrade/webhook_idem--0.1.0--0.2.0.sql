@@ -7,6 +7,20 @@
 -- New functions are revoked from PUBLIC here as the install script does.
 \echo Use "ALTER EXTENSION webhook_idem UPDATE TO '0.2.0'" to load this file. \quit
 
+-- The extension's SQL and C find its objects by the schema's name, and its
+-- in-database workers, its relay and its SECURITY DEFINER functions run them
+-- as a superuser. So before anything else: the schema must be owned by a
+-- superuser, no one else may create objects in it, and it must hold nothing
+-- but the extension's objects (a schema made beforehand by a role with
+-- CREATE on the database, and adopted by CREATE EXTENSION or pg_restore,
+-- would fail all three). Every later use checks the first two again.
+CREATE FUNCTION webhook_idem._check_schema() RETURNS void
+  LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_schema';
+COMMENT ON FUNCTION webhook_idem._check_schema()
+  IS 'Raises an error unless schema webhook_idem is owned by a superuser, grants CREATE to no one else and holds only the extension''s objects';
+REVOKE ALL ON FUNCTION webhook_idem._check_schema() FROM PUBLIC;
+SELECT webhook_idem._check_schema();
+
 -- Source cache and handler_search_path (issue 8, items 5, 13, 16): the
 -- cache's invalidation triggers fire whatever session_replication_role
 -- says; a handler_search_path naming a temporary schema is refused at
