@@ -138,11 +138,13 @@ SELECT (webhook_idem.register_source(source => 'sc_sp', scheme => 'none', handle
           event_id_from => '$.id', handler_search_path => '"$user", public')).handler_search_path;
 SELECT status, result FROM webhook_idem.apply_event('sc_sp', '{"id": "p1"}');
 
--- 4. The invalidation triggers fire whatever session_replication_role says:
+-- 4. The invalidation triggers (one per statement, one per row, since
+--    logical replication's apply fires only row triggers: TAP 051) fire
+--    whatever session_replication_role says:
 --    a secret rotated under replica (as logical replication's apply does)
 --    stops verifying at once.
 SELECT tgrelid::regclass, tgname, tgenabled FROM pg_trigger
- WHERE tgname = 'invalidate_cache' ORDER BY 1;
+ WHERE tgname LIKE 'invalidate\_cache%' ORDER BY 1, 2;
 SELECT pg_temp.github('sc_live', 'first');
 SELECT pg_temp.deliver('sc_live', 'first', 'r1') AS first;
 SET session_replication_role = replica;

@@ -1,7 +1,8 @@
 /*
  * source_cache.cpp - registered sources, read once per backend and kept
- * until webhook_idem.sources or source_secrets change (an ENABLE ALWAYS
- * statement trigger on both sends a relcache invalidation for sources), or
+ * until webhook_idem.sources or source_secrets change (ENABLE ALWAYS
+ * statement and row triggers on both send a relcache invalidation for
+ * sources; the row ones for logical replication's apply), or
  * until a function or a schema changes (handlers are re-resolved). Pending invalidations
  * are read at every lookup and sources are read with a fresh snapshot, so
  * a change committed by any session is followed from the next statement,
@@ -438,13 +439,17 @@ ExtensionOwner(void)
 	return extension_owner;
 }
 
-/* True if rel has its invalidate_cache trigger, for every statement that
- * writes, firing ALWAYS (whatever session_replication_role says). */
+/* True if rel has both of its invalidation triggers firing ALWAYS
+ * (whatever session_replication_role says): invalidate_cache for every
+ * statement that writes, invalidate_cache_row for every row inserted,
+ * updated or deleted (logical replication's apply worker fires row
+ * triggers only). */
 static bool
 TableTriggerFiresAlways(Oid relid)
 {
 	Relation	rel;
-	bool		found = false;
+	bool		statement = false;
+	bool		row = false;
 
 	if (!OidIsValid(relid))
 		return false;
@@ -457,15 +462,19 @@ TableTriggerFiresAlways(Oid relid)
 		{
 			const Trigger *t = &rel->trigdesc->triggers[i];
 			int16		type = t->tgtype;
+			bool		writes = t->tgenabled == TRIGGER_FIRES_ALWAYS && TRIGGER_FOR_AFTER(type) &&
+				TRIGGER_FOR_INSERT(type) && TRIGGER_FOR_UPDATE(type) && TRIGGER_FOR_DELETE(type);
 
-			if (strcmp(t->tgname, "invalidate_cache") == 0 &&
-				t->tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(type) &&
-				TRIGGER_FOR_INSERT(type) && TRIGGER_FOR_UPDATE(type) &&
-				TRIGGER_FOR_DELETE(type) && TRIGGER_FOR_TRUNCATE(type))
-				found = true;
+			if (!writes)
+				continue;
+			if (strcmp(t->tgname, "invalidate_cache") == 0 && !TRIGGER_FOR_ROW(type) &&
+				TRIGGER_FOR_TRUNCATE(type))
+				statement = true;
+			else if (strcmp(t->tgname, "invalidate_cache_row") == 0 && TRIGGER_FOR_ROW(type))
+				row = true;
 		}
 	RelationClose(rel);
-	return found;
+	return statement && row;
 }
 
 /*
@@ -885,8 +894,8 @@ SourceCacheTrusted(void)
 	return TriggersFireAlways();
 }
 
-/* Statement trigger on sources and source_secrets: tells every backend,
- * at commit, to drop its cached sources. */
+/* Statement and row trigger on sources and source_secrets: tells every
+ * backend, at commit, to drop its cached sources. */
 extern "C" Datum
 webhook_idem_sources_changed(PG_FUNCTION_ARGS)
 {

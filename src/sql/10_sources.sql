@@ -120,11 +120,20 @@ CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON 
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
 CREATE TRIGGER invalidate_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_idem.source_secrets
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_idem._sources_changed();
+-- Logical replication's apply worker fires row triggers only (and the
+-- statement trigger of a TRUNCATE): a row it inserts, updates or deletes
+-- invalidates the caches through these.
+CREATE TRIGGER invalidate_cache_row AFTER INSERT OR UPDATE OR DELETE ON webhook_idem.sources
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._sources_changed();
+CREATE TRIGGER invalidate_cache_row AFTER INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._sources_changed();
 -- ALWAYS: they fire under session_replication_role = replica too (logical
 -- replication's apply, a superuser's bulk load), so that no session keeps a
 -- revoked secret.
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache;
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache;
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache_row;
+ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache_row;
 
 -- Refuses a handler_search_path that names a temporary schema or does not
 -- parse; sources loaded from the table are checked by the same C rule.

@@ -23,10 +23,19 @@ SELECT webhook_idem._check_schema();
 
 -- Source cache and handler_search_path (issue 8, items 5, 13, 16): the
 -- cache's invalidation triggers fire whatever session_replication_role
--- says; a handler_search_path naming a temporary schema is refused at
+-- says, and for the rows logical replication applies; a handler_search_path naming a temporary schema is refused at
 -- registration (and, by the same C rule, when a source is loaded).
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache;
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache;
+-- Logical replication's apply worker fires row triggers only (and the
+-- statement trigger of a TRUNCATE): a row it inserts, updates or deletes
+-- invalidates the caches through these.
+CREATE TRIGGER invalidate_cache_row AFTER INSERT OR UPDATE OR DELETE ON webhook_idem.sources
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._sources_changed();
+CREATE TRIGGER invalidate_cache_row AFTER INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._sources_changed();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER invalidate_cache_row;
+ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER invalidate_cache_row;
 CREATE FUNCTION webhook_idem._check_search_path(path text)
   RETURNS void LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_check_search_path';
 COMMENT ON FUNCTION webhook_idem._check_search_path(text)
