@@ -1,9 +1,11 @@
 /*
  * shared_state.cpp - the cluster-wide shared memory of a preloaded
  * webhook_idem: outcome counters per (database, source). A slot is taken
- * by the first answer of its source and kept while the source and its
- * database exist; once every slot is taken, those of dropped sources and
- * databases are given back (ReclaimSlots) for new sources. Counters are
+ * by the first answer of its source and given back when the transaction
+ * that deletes the source's row commits (ForgetSourceCounters, from the
+ * sources table's triggers); once every slot is taken, those of dropped
+ * databases, and of sources gone otherwise (the extension dropped), are
+ * given back too (ReclaimSlots). Counters are
  * atomics, so counting takes no lock and writes nothing to disk. The
  * counters start at zero with the server, as Prometheus counters may.
  */
@@ -299,6 +301,108 @@ ReclaimSlots(void)
 	pfree(owners);
 	pfree(gone);
 	return any;
+}
+
+/* A source deleted by the running transaction, or by one of its
+ * subtransactions (at nesting level); all: every source, a TRUNCATE. */
+typedef struct ForgottenSource
+{
+	int			level;
+	bool		all;
+	char		source[sizeof(((CounterSlot *) NULL)->source)];
+} ForgottenSource;
+
+static ForgottenSource *forgotten = NULL;	/* in TopMemoryContext */
+static int	n_forgotten = 0;
+static int	forgotten_cap = 0;
+
+/* At commit: gives back the slots of this database's sources the
+ * transaction deleted. (A count taken by a backend that found the slot
+ * just before may land on its next source, as in ReclaimSlots.) */
+static void
+GiveBackForgotten(void)
+{
+	uint32		n;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	n = pg_atomic_read_u32(&shared->n_slots);
+	for (uint32 i = 0; i < n; i++)
+	{
+		CounterSlot *s = &shared->slots[i];
+
+		if (s->dbid != MyDatabaseId || s->unknown)
+			continue;
+		for (int k = 0; k < n_forgotten; k++)
+			if (forgotten[k].all || strcmp(forgotten[k].source, s->source) == 0)
+			{
+				s->dbid = InvalidOid;
+				pg_atomic_add_fetch_u32(&shared->n_free, 1);
+				break;
+			}
+	}
+	LWLockRelease(shared->lock);
+}
+
+static void
+ForgottenAtXactEnd(XactEvent event, void *)
+{
+	if (n_forgotten == 0)
+		return;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+		GiveBackForgotten();
+	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
+		event != XACT_EVENT_PRE_PREPARE)
+		n_forgotten = 0;		/* committed, aborted or prepared */
+}
+
+static void
+ForgottenAtSubXactEnd(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			kept = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	for (int k = 0; k < n_forgotten; k++)
+	{
+		if (forgotten[k].level < level)
+			forgotten[kept++] = forgotten[k];
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			forgotten[kept] = forgotten[k];
+			forgotten[kept++].level = level - 1;	/* now its parent's */
+		}
+	}
+	n_forgotten = kept;
+}
+
+void
+ForgetSourceCounters(const char *source)
+{
+	static bool callbacks = false;
+	ForgottenSource *f;
+
+	if (shared == NULL || (source != NULL && strlen(source) >= sizeof(f->source)))
+		return;
+	if (!callbacks)
+	{
+		RegisterXactCallback(ForgottenAtXactEnd, NULL);
+		RegisterSubXactCallback(ForgottenAtSubXactEnd, NULL);
+		callbacks = true;
+	}
+	if (n_forgotten == forgotten_cap)
+	{
+		int			cap = forgotten_cap == 0 ? 8 : forgotten_cap * 2;
+
+		forgotten = (ForgottenSource *) (forgotten == NULL ?
+										 MemoryContextAlloc(TopMemoryContext, sizeof(ForgottenSource) * cap) :
+										 repalloc(forgotten, sizeof(ForgottenSource) * cap));
+		forgotten_cap = cap;
+	}
+	f = &forgotten[n_forgotten++];
+	f->level = GetCurrentTransactionNestLevel();
+	f->all = source == NULL;
+	strlcpy(f->source, source == NULL ? "" : source, sizeof(f->source));
 }
 
 void

@@ -46,6 +46,14 @@ bool		SharedStateAvailable(void);
  * Free of I/O; does nothing without the shared state. */
 void		CountOutcome(const char *source, const char *status);
 
+/* Says that the current transaction deleted source from this database's
+ * sources (NULL: all of them, a TRUNCATE): when it commits, the source's
+ * counter slot is given back, so that its counters leave metrics() and a
+ * source registered again under the name starts at zero. A subtransaction
+ * rolled back takes its deletions with it. Does nothing without the shared
+ * state. */
+void		ForgetSourceCounters(const char *source);
+
 /* Adds one handler run of usec microseconds to source's handler time. */
 void		CountHandlerRun(const char *source, int64 usec);
 

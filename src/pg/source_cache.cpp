@@ -11,6 +11,7 @@
  */
 #include "pg/event_store.h"
 #include "pg/ordering.h"
+#include "pg/shared_state.h"
 #include "pg/verify.h"
 
 extern "C" {
@@ -903,6 +904,29 @@ webhook_idem_sources_changed(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("webhook_idem._sources_changed() must be called as a trigger")));
-	CacheInvalidateRelcacheByRelid(SourcesRelid());
+	{
+		TriggerData *td = (TriggerData *) fcinfo->context;
+		Relation	rel = td->tg_relation;
+
+		CacheInvalidateRelcacheByRelid(SourcesRelid());
+		/* A source deleted: its counter slot is given back at commit. */
+		if (RelationGetRelid(rel) == SourcesRelid())
+		{
+			if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+				ForgetSourceCounters(NULL);
+			else if (TRIGGER_FIRED_FOR_ROW(td->tg_event) && TRIGGER_FIRED_BY_DELETE(td->tg_event))
+			{
+				TupleDesc	desc = RelationGetDescr(rel);
+				int			attnum = SPI_fnumber(desc, "source");
+				bool		isnull = true;
+				Datum		name = (Datum) 0;
+
+				if (attnum > 0 && TupleDescAttr(desc, attnum - 1)->atttypid == TEXTOID)
+					name = heap_getattr(td->tg_trigtuple, attnum, desc, &isnull);
+				if (!isnull)
+					ForgetSourceCounters(TextDatumGetCString(name));
+			}
+		}
+	}
 	return PointerGetDatum(NULL);
 }

@@ -358,16 +358,21 @@ like($metrics, qr/^webhook_idem_queue_depth\{source="bg"\} 0$/m, 'queue depth');
 
 # 7b. The counters' slots: the first 1024 (database, source) pairs since
 # the server started are counted; answers for later ones are counted in
-# webhook_idem_counters_dropped_total, and the log says so once. Once all
-# are taken, the slots of dropped databases and of dropped sources (by
-# drop_source or by a row deleted from sources) are given back, at most
-# once a second: they were kept until a restart.
+# webhook_idem_counters_dropped_total, and the log says so once. A
+# source's slot is given back when the transaction that deletes its row
+# commits (drop_source, a DELETE, in any database); those of dropped
+# databases once all are taken, at most once a second. They were kept
+# until a restart; and then those of sources dropped in another database
+# until it was dropped, and a source registered again kept the counts of
+# the one dropped.
 like($metrics, qr/^webhook_idem_counters_dropped_total 0$/m, 'no answer left uncounted yet');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 $node->safe_psql('other', q{
 CREATE EXTENSION webhook_idem;
 SELECT FROM webhook_idem.register_source('in_other', 'none');
 SELECT FROM webhook_idem.apply_event('in_other', '{"id": "e"}');
+SELECT FROM webhook_idem.register_source('in_other_2', 'none');
+SELECT FROM webhook_idem.apply_event('in_other_2', '{"id": "e"}');
 });
 my $slots_offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
@@ -392,26 +397,47 @@ my $apply = sub {
 	$node->safe_psql('postgres', "SELECT webhook_idem.apply_event('$_[0]', '{\"id\": \"again\"}')");
 };
 ok(!$counted->('slot_1100') && !$counted->('slot_1099'), 'the last sources have no slot');
+# A source dropped in another database: its slot is free at once.
+$node->safe_psql('other', q{
+BEGIN;
+SAVEPOINT s;
+SELECT webhook_idem.drop_source('in_other', force => true);
+ROLLBACK TO s;
+SELECT webhook_idem.drop_source('in_other_2', force => true);
+COMMIT;
+});
+$apply->($_) for qw(slot_1100 slot_1099);
+ok($counted->('slot_1100'), 'the slot of a source dropped in another database is given back at commit');
+ok(!$counted->('slot_1099'), 'and only that one (a drop rolled back to a savepoint keeps its slot)');
 $node->safe_psql('postgres', 'DROP DATABASE other');
 usleep(1_100_000);    # past the once-a-second limit
-$apply->('slot_1100');
-ok($counted->('slot_1100'), 'the slot of a dropped database is given back');
 $apply->('slot_1099');
-ok(!$counted->('slot_1099'), 'and only that one');
+ok($counted->('slot_1099'), 'the slot of a dropped database is given back');
+$apply->('slot_1098');
+ok(!$counted->('slot_1098'), 'and only that one');
 $node->safe_psql('postgres', q{
 SELECT webhook_idem.drop_source('slot_1', force => true);
 DELETE FROM webhook_idem.sources WHERE source = 'slot_2';
 });
-usleep(1_100_000);    # past the once-a-second limit
-$apply->($_) for qw(slot_1099 slot_1098 slot_1097);
-ok($counted->('slot_1099') && $counted->('slot_1098'),
-	'the slots of a dropped source and of a deleted sources row are given back');
-ok(!$counted->('slot_1097'), 'and only those');
+$apply->($_) for qw(slot_1098 slot_1097 slot_1096);
+ok($counted->('slot_1098') && $counted->('slot_1097'),
+	'the slots of a dropped source and of a deleted sources row are given back at commit');
+ok(!$counted->('slot_1096'), 'and only those');
 ok(!$counted->('slot_1') && !$counted->('slot_2'), 'the dropped sources are no longer shown');
 like(
 	$node->safe_psql('postgres', 'SELECT webhook_idem.metrics()'),
 	qr/^webhook_idem_deliveries_total\{source="slot_3",status="\w+"\} 1$/m,
 	'a live source keeps its slot and its count');
+# Dropped and registered again: the new source's counts start at zero.
+$node->safe_psql('postgres', q{
+SELECT webhook_idem.drop_source('slot_4', force => true);
+SELECT FROM webhook_idem.register_source('slot_4', 'none');
+SELECT FROM webhook_idem.apply_event('slot_4', '{"id": "e"}');
+});
+like(
+	$node->safe_psql('postgres', 'SELECT webhook_idem.metrics()'),
+	qr/^webhook_idem_deliveries_total\{source="slot_4",status="applied"\} 1$/m,
+	'a source registered again under a dropped one\'s name starts at zero');
 
 # 8. A PL/Perl handler that leaves a cursor open (spi_query read once):
 # its pinned portal ends with the handler, so the worker's commit commits
