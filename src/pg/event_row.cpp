@@ -457,7 +457,10 @@ DirectPathOk(Relation rel, const AttrNumber *attnums, AttrNumber claimed_by)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, claimed_by - 1);
 
-		if (att->atttypid != NAMEOID || att->attnotnull)
+		/* Not written here: a default (or generation) an owner gave it
+		 * is an INSERT's to apply. */
+		if (att->atttypid != NAMEOID || att->attnotnull || att->atthasdef ||
+			att->attgenerated != '\0' || att->attidentity != '\0')
 			return false;
 	}
 	for (int c = 0; c < N_EVENT_COLUMNS; c++)

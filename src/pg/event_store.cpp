@@ -388,12 +388,14 @@ InsertEvent(const EventRow *row)
 	if (*(serializable ? &insert_conflict_plan : &insert_plan) == NULL)
 	{
 		/* INSERT INTO events (<model columns>) VALUES ($1, ..., $n), with
-		 * the status passed as its label. */
+		 * the status passed as its label. The id is the events' sequence's
+		 * next value (NextEventId): OVERRIDING SYSTEM VALUE keeps it should
+		 * an owner make the identity GENERATED ALWAYS. */
 		Oid			argtypes[N_EVENT_COLUMNS];
 		StringInfoData buf;
 
 		initStringInfo(&buf);
-		appendStringInfo(&buf, "INSERT INTO webhook_idem.events (%s) VALUES (", EventColumnList());
+		appendStringInfo(&buf, "INSERT INTO webhook_idem.events (%s) OVERRIDING SYSTEM VALUE VALUES (", EventColumnList());
 		for (int c = 0; c < N_EVENT_COLUMNS; c++)
 			appendStringInfo(&buf, "%s$%d%s", c > 0 ? ", " : "", c + 1,
 							 c == COL_STATUS ? "::webhook_idem.event_status" : "");
