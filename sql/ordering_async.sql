@@ -62,6 +62,17 @@ SELECT webhook_idem.process_pending('oa', 100) AS applied;
 SELECT event_id, status, last_error FROM webhook_idem.events WHERE source = 'oa' AND event_id = 'c1';
 SELECT count(*) AS c1_runs FROM oa.log WHERE event_id = 'c1';
 
+-- An applied event replayed with force after a newer one of its entity was
+-- applied: not run again (it would undo the newer version), and it stays
+-- applied, as it was; it used to become stale, with its applied_at, as if
+-- it had never been applied.
+SELECT webhook_idem.replay('oa', 'a1', force => true);
+SELECT webhook_idem.process_pending('oa', 100) AS applied;
+SELECT event_id, status, applied_at IS NOT NULL AS was_applied, last_error
+  FROM webhook_idem.events WHERE source = 'oa' AND event_id = 'a1';
+SELECT count(*) AS a1_runs FROM oa.log WHERE event_id = 'a1';
+SELECT pg_temp.send('a1', 'A', 1) AS redelivered;
+
 -- A failed head replayed before its newer events: it is taken first again.
 INSERT INTO oa.refused VALUES ('e1');
 SELECT pg_temp.send('e1', 'E', 1), pg_temp.send('e2', 'E', 2);

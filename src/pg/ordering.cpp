@@ -394,7 +394,8 @@ RecordStaleEvent(int64 id, const char *detail)
 			"WITH o AS (UPDATE webhook_idem.event_order SET done = true"
 			"            WHERE id OPERATOR(pg_catalog.=) $1)"
 			" UPDATE webhook_idem.events"
-			" SET status = 'stale'::pg_catalog.text::webhook_idem.event_status,"
+			" SET status = CASE WHEN applied_at IS NULL THEN 'stale' ELSE 'applied' END"
+			"              ::pg_catalog.text::webhook_idem.event_status,"
 			"     last_error = $2, lease_until = NULL, next_attempt_at = NULL"
 			" WHERE id OPERATOR(pg_catalog.=) $1",
 			2, argtypes, args, NULL, 0, SPI_OK_UPDATE,

@@ -87,7 +87,9 @@ void		RecordOrderApplied(int64 id, const char *source, const char *event_id,
 bool		LoadEventOrder(int64 id, WiOrderKey *key);
 
 /* Moves a known event to stale (a worker's or a sync retry's find), saying
- * why in last_error; its order row is done. */
+ * why in last_error; its order row is done. An event applied before (one
+ * replayed with force) goes back to applied instead: its application
+ * stands, and the replay is not run. */
 void		RecordStaleEvent(int64 id, const char *detail);
 
 /* How a worker may take a due event of an ordered source. */
