@@ -158,29 +158,34 @@ sub deliver
 		"SELECT status FROM webhook_idem.apply_event('$source', convert_to('$body', 'UTF8'))");
 }
 
-# Waits until no forward of the sources is left (sent and answered 2xx,
-# or dead when $dead_ok).
-sub outbox_drained
+# Waits until the count query $sql answers $want (at most $secs seconds,
+# 60 by default), running $step first each time if given.
+sub wait_count
 {
-	my ($where, $secs) = @_;
+	my ($sql, $want, $secs, $step) = @_;
 	return wait_for(
 		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.forwards WHERE status <> 'dead' AND ($where)") eq '0';
+			$step->() if $step;
+			$node->safe_psql('postgres', $sql) eq $want;
 		},
 		$secs // 60);
 }
 
-# Waits until the forward of event $id is dead (at most $secs seconds).
+# Waits until no forward of the sources is left that is not dead (sent
+# and answered 2xx).
+sub outbox_drained
+{
+	my ($where, $secs) = @_;
+	return wait_count("SELECT count(*) FROM webhook_idem.forwards WHERE status <> 'dead' AND ($where)",
+		'0', $secs);
+}
+
+# Waits until the forward of event $id is dead (as wait_count).
 sub forward_dead
 {
-	my ($id, $secs) = @_;
-	return wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = '$id'") eq '1';
-		},
-		$secs // 60);
+	my ($id, $secs, $step) = @_;
+	return wait_count("SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = '$id'",
+		'1', $secs, $step);
 }
 
 # ---------------------------------------------------------------------
@@ -191,12 +196,8 @@ $node->safe_psql('postgres',
 is(deliver('up_ok', 'ok-failed', { fail => 1 }), 'failed', 'a failing handler: failed');
 is(deliver('up_ok', "ok-evil\r\nX-Injected: 1"), 'applied', 'an event id with CR LF applied');
 is(deliver('up_async', "async-$_"), 'queued', "async event async-$_ queued") for 1 .. 5;
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.events WHERE source = 'up_async' AND status = 'applied'") eq '5';
-		},
-		60),
+ok(wait_count("SELECT count(*) FROM webhook_idem.events WHERE source = 'up_async' AND status = 'applied'",
+		'5'),
 	'the in-database workers applied the async events');
 ok(outbox_drained("source IN ('up_ok', 'up_async')"), 'the outbox drained');
 
@@ -267,12 +268,7 @@ ok(outbox_drained("event_id = 'ok-after-null'"), 'and the relay sends the next o
 my $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'ALTER FUNCTION net.http_post RENAME TO http_post_away');
 is(deliver('up_async', 'async-relay-error'), 'queued', 'an async event queued while the relay fails');
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM up_log WHERE event_id = 'async-relay-error'") eq '1';
-		},
-		60),
+ok(wait_count("SELECT count(*) FROM up_log WHERE event_id = 'async-relay-error'", '1'),
 	'the worker applied it all the same');
 ok( wait_for(
 		sub {
@@ -358,13 +354,9 @@ is( $node->safe_psql('postgres',
 		"SELECT count(*) FILTER (WHERE status_code = 200) || ' ' || min(id) || '-' || max(id) FROM net._http_response"),
 	"$old_max 1-$old_max",
 	"all 200, with ids 1 to $old_max of pg_net's new life (the lost requests had ids up to $old_max)");
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'") eq '0';
-		},
-		90),
+ok( wait_count(
+		"SELECT count(*) FROM webhook_idem.forwards WHERE event_id LIKE 'crash-%'", '0', 90,
+		sub { $node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()') }),
 	'every forward lost with pg_net\'s queue was sent again, and delivered');
 my %crash = map { $_->{headers}{'webhook-id'} => 1 }
   grep { $_->{headers}{'webhook-id'} =~ /^crash-/ } received();
@@ -459,31 +451,20 @@ $node->safe_psql('postgres',
 	  . " event_id_from => '\$.id', backoff => '100 milliseconds', forward_secret => '$secret',"
 	  . " forward_to => '$base/apply', max_attempts => 2)");
 is(deliver('up_lost', 'lost-1'), 'applied', 'an event whose responses will be lost');
+my $relay = sub { $node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()') };
 for my $round (1 .. 2)
 {
-	ok( wait_for(
-			sub {
-				$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
-				$node->safe_psql(
-					'postgres', q{
+	ok( wait_count(
+			q{
 SELECT count(*) FROM webhook_idem.forwards f JOIN net._http_response r ON r.id = f.request_id
- WHERE f.event_id = 'lost-1' AND f.status = 'sending'}) eq '1';
-			},
-			30),
+ WHERE f.event_id = 'lost-1' AND f.status = 'sending'}, '1', 30, $relay),
 		"request $round sent and answered");
 	$node->safe_psql(
 		'postgres', q{
 DELETE FROM net._http_response
  WHERE id = (SELECT request_id FROM webhook_idem.forwards WHERE event_id = 'lost-1')});
 }
-ok( wait_for(
-		sub {
-			$node->safe_psql('postgres', 'SELECT webhook_idem.forward_pending()');
-			$node->safe_psql('postgres',
-				"SELECT count(*) FROM webhook_idem.dead_forwards WHERE event_id = 'lost-1'") eq '1';
-		},
-		30),
-	'after two lost responses (max_attempts 2) the forward is dead');
+ok(forward_dead('lost-1', 30, $relay), 'after two lost responses (max_attempts 2) the forward is dead');
 like(
 	$node->safe_psql('postgres',
 		"SELECT attempts || ' ' || last_error FROM webhook_idem.dead_forwards WHERE event_id = 'lost-1'"),
