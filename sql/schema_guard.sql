@@ -31,9 +31,41 @@ REVOKE CREATE ON SCHEMA webhook_idem FROM guard_squatter;
 GRANT CREATE ON SCHEMA webhook_idem TO PUBLIC;
 SELECT pg_temp.err('CREATE EXTENSION webhook_idem') AS create_public;
 REVOKE CREATE ON SCHEMA webhook_idem FROM PUBLIC;
--- USAGE for others is harmless.
+-- USAGE for others is harmless, and so is what a superuser put there
+-- (a Citus shard of the events, say: the check is made at every update).
 GRANT USAGE ON SCHEMA webhook_idem TO guard_squatter;
+CREATE TABLE webhook_idem.superusers_own ();
+-- The installing superuser's default privileges would give a role every
+-- privilege on the extension's tables, sequences and functions: TRIGGER
+-- on events (a trigger apply_event then runs as a superuser), SELECT on
+-- source_secrets. The install takes them back, and TRIGGER, TRUNCATE and
+-- REFERENCES from everyone.
+ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO guard_squatter, webhook_idem_admin;
+ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO guard_squatter;
+ALTER DEFAULT PRIVILEGES GRANT ALL ON FUNCTIONS TO guard_squatter;
 CREATE EXTENSION webhook_idem;
+DROP TABLE webhook_idem.superusers_own;
+-- What role r may do on the extension's relations, and which of its
+-- functions it may execute.
+CREATE FUNCTION pg_temp.privileges_of(r regrole) RETURNS text LANGUAGE sql AS $$
+  WITH m AS (
+    SELECT d.classid, d.objid FROM pg_depend d
+     WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+       AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'webhook_idem'))
+  SELECT 'relations: ' || coalesce((
+           SELECT string_agg(DISTINCT a.privilege_type, ' ' ORDER BY a.privilege_type)
+             FROM m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid,
+                  LATERAL aclexplode(c.relacl) a WHERE a.grantee = r), 'none')
+      || '; functions: ' || (
+           SELECT count(*) FROM m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid,
+                  LATERAL aclexplode(p.proacl) a WHERE a.grantee = r)
+$$;
+SELECT pg_temp.privileges_of('guard_squatter') AS squatter_may;
+SELECT pg_temp.privileges_of('webhook_idem_admin') AS admin_may;
+SET ROLE guard_squatter;
+SELECT pg_temp.err($$CREATE TRIGGER t AFTER INSERT ON webhook_idem.events
+                     FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()$$) AS trigger_on_events;
+RESET ROLE;
 SELECT extversion FROM pg_extension WHERE extname = 'webhook_idem';
 
 -- 2. At every use: the schema a superuser later gives away, opens for
@@ -57,6 +89,15 @@ ALTER SCHEMA webhook_idem OWNER TO CURRENT_USER;
 GRANT CREATE ON SCHEMA webhook_idem TO PUBLIC;
 SELECT pg_temp.deliver('webhook_idem', 'e2') AS opened;
 REVOKE CREATE ON SCHEMA webhook_idem FROM PUBLIC;
+-- What a role made there while it could outlives the REVOKE, and is found.
+GRANT CREATE ON SCHEMA webhook_idem TO guard_squatter;
+SET ROLE guard_squatter;
+CREATE FUNCTION webhook_idem.claim_next(text, interval, integer, VARIADIC int[]) RETURNS SETOF record
+  LANGUAGE sql AS 'SELECT NULL::record WHERE false';
+RESET ROLE;
+REVOKE CREATE ON SCHEMA webhook_idem FROM guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e2') AS planted;
+DROP FUNCTION webhook_idem.claim_next(text, interval, integer, int[]);
 ALTER SCHEMA webhook_idem RENAME TO moved;
 SET ROLE guard_squatter;
 CREATE SCHEMA webhook_idem;
@@ -83,6 +124,11 @@ SELECT pg_temp.err($$ALTER EXTENSION webhook_idem UPDATE TO '0.2.0'$$) AS update
 DROP TABLE webhook_idem.decoy;
 ALTER EXTENSION webhook_idem UPDATE TO '0.2.0';
 SELECT extversion FROM pg_extension WHERE extname = 'webhook_idem';
+-- 0.1.0's objects got the default privileges too: the update took them back.
+SELECT pg_temp.privileges_of('guard_squatter') AS squatter_may_after_update;
+ALTER DEFAULT PRIVILEGES REVOKE ALL ON TABLES FROM guard_squatter, webhook_idem_admin;
+ALTER DEFAULT PRIVILEGES REVOKE ALL ON SEQUENCES FROM guard_squatter;
+ALTER DEFAULT PRIVILEGES REVOKE ALL ON FUNCTIONS FROM guard_squatter;
 SELECT source FROM webhook_idem.register_source('g', 'none');
 SELECT pg_temp.deliver('webhook_idem', 'e3') AS updated;
 

@@ -19,6 +19,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
@@ -46,6 +47,7 @@ static Oid	events_relid = InvalidOid;
 static Oid	events_seq_relid = InvalidOid;
 static Oid	extension_owner = InvalidOid;
 static bool schema_checked = false;	/* CheckExtensionSchema passed */
+static uint64 schema_epoch = 0;	/* how many times ForgetCatalogOids ran */
 /* The source query, for the 0.1.0 table and for 0.2.0's (more columns). */
 static SPIPlanPtr load_plans[2] = {NULL, NULL};
 
@@ -58,6 +60,7 @@ ForgetCatalogOids(void)
 	events_relid = events_seq_relid = InvalidOid;
 	extension_owner = InvalidOid;
 	schema_checked = false;
+	schema_epoch++;
 }
 
 /* Relcache invalidation: a change to sources, source_secrets or events
@@ -172,9 +175,38 @@ IsExtensionMember(Relation depend, Oid classid, Oid objid, Oid ext)
 	return member;
 }
 
+/* The owner of object (classid, objid), or InvalidOid if it has none
+ * (or it is gone). */
+static Oid
+ObjectOwner(Oid classid, Oid objid)
+{
+	AttrNumber	owner_att;
+	Relation	catalog;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	if (!is_objectclass_supported(classid) ||
+		(owner_att = get_object_attnum_owner(classid)) == InvalidAttrNumber)
+		return InvalidOid;
+	catalog = table_open(classid, AccessShareLock);
+	tup = get_catalog_object_by_oid(catalog, get_object_attnum_oid(classid), objid);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, owner_att, RelationGetDescr(catalog), &isnull);
+
+		if (!isnull)
+			owner = DatumGetObjectId(d);
+	}
+	table_close(catalog, AccessShareLock);
+	return owner;
+}
+
 /* Raises 42501 naming the first object in schema nsp (one that depends on
  * it: every object but those made with another, such as a table's row
- * type or index) that is neither extension ext nor one of its members. */
+ * type or index) that is neither extension ext nor one of its members, and
+ * that a role other than a superuser owns (what a superuser put there, a
+ * Citus shard of the events say, is a superuser's doing). */
 static void
 CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 {
@@ -183,6 +215,7 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	ObjectAddress stray = {InvalidOid, InvalidOid, 0};
+	Oid			stray_owner = InvalidOid;
 
 	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(NamespaceRelationId));
@@ -192,18 +225,28 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 	while (!OidIsValid(stray.classId) && HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+		Oid			owner;
 
-		if (!(d->classid == ExtensionRelationId && d->objid == ext) &&
-			!IsExtensionMember(depend, d->classid, d->objid, ext))
+		if (d->classid == ExtensionRelationId && d->objid == ext)
+			continue;
+		if (IsExtensionMember(depend, d->classid, d->objid, ext))
+			continue;
+		owner = ObjectOwner(d->classid, d->objid);
+		if (!OidIsValid(owner) || !superuser_arg(owner))
+		{
 			ObjectAddressSet(stray, d->classid, d->objid);
+			stray_owner = owner;
+		}
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
 	if (OidIsValid(stray.classId))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("schema \"webhook_idem\" holds %s, which is not part of the extension",
-						getObjectDescription(&stray, false)),
+				 errmsg("schema \"webhook_idem\" holds %s, owned by %s, which is not part of the extension",
+						getObjectDescription(&stray, false),
+						OidIsValid(stray_owner) ?
+						psprintf("role \"%s\"", GetUserNameFromId(stray_owner, false)) : "no role"),
 				 errdetail("The extension's in-database workers and SECURITY DEFINER functions use "
 						   "the objects of this schema by name, as a superuser."),
 				 errhint("Drop it, or move it to another schema, then try again.")));
@@ -213,9 +256,9 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
  * Raises an error unless the schema named webhook_idem may be trusted to
  * hold the extension's objects: it is the schema the extension was created
  * in, a superuser owns it, and no one but superusers may create objects in
- * it; with members_only, it also holds nothing that is not the extension's
- * (checked at CREATE EXTENSION and ALTER EXTENSION UPDATE; after that, only
- * superusers could add anything). The extension's SQL and C find its
+ * it; and it holds nothing that is not the extension's but what superusers
+ * own (objects made while someone else could create there outlive the
+ * REVOKE). The extension's SQL and C find its
  * objects by that name, and the in-database workers, the relay and the
  * SECURITY DEFINER functions run them as a superuser: a schema another role
  * owns or may create in (one made before CREATE EXTENSION adopted it, say)
@@ -223,7 +266,7 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
  * or InvalidOid if the extension is not installed in this database.
  */
 static Oid
-CheckExtensionSchema(bool members_only)
+CheckExtensionSchema(void)
 {
 	Oid			ext = get_extension_oid("webhook_idem", true);
 	Oid			nsp;
@@ -285,8 +328,7 @@ CheckExtensionSchema(bool members_only)
 				 errhint("REVOKE CREATE ON SCHEMA webhook_idem FROM %s.",
 						 creator == ACL_ID_PUBLIC ? "PUBLIC" :
 						 quote_identifier(GetUserNameFromId(creator, false)))));
-	if (members_only)
-		CheckSchemaHoldsOnlyMembers(nsp, ext);
+	CheckSchemaHoldsOnlyMembers(nsp, ext);
 	return nsp;
 }
 
@@ -297,12 +339,16 @@ ExtensionNamespace(bool missing_ok)
 {
 	Oid			nsp;
 
+	uint64		epoch = schema_epoch;
+
 	if (schema_checked)
 		return get_namespace_oid("webhook_idem", missing_ok);
-	nsp = CheckExtensionSchema(false);
+	nsp = CheckExtensionSchema();
 	if (!OidIsValid(nsp))
 		return get_namespace_oid("webhook_idem", missing_ok);
-	schema_checked = true;
+	/* Not if an invalidation came in while it looked (a catalog read may
+	 * take them in): the verdict may be of the catalog before it. */
+	schema_checked = epoch == schema_epoch;
 	return nsp;
 }
 
@@ -314,8 +360,8 @@ CheckExtensionSchemaSafe(void)
 }
 
 /*
- * webhook_idem._check_schema() - CheckExtensionSchema with members_only,
- * for the install and upgrade scripts: each creates this function and calls
+ * webhook_idem._check_schema() - CheckExtensionSchema, for the install and
+ * upgrade scripts: each creates this function and calls
  * it before anything else (a decoy of the same name and arguments made
  * beforehand makes the CREATE fail; one of other arguments, the call
  * ambiguous).
@@ -323,7 +369,7 @@ CheckExtensionSchemaSafe(void)
 extern "C" Datum
 webhook_idem_check_schema(PG_FUNCTION_ARGS)
 {
-	(void) CheckExtensionSchema(true);
+	(void) CheckExtensionSchema();
 	PG_RETURN_VOID();
 }
 

@@ -146,8 +146,9 @@ Oid			ExtensionOwner(void);
 
 /* Raises an error unless the schema named webhook_idem may be trusted to
  * hold the extension's objects, which its SQL and C find by that name: it
- * is the extension's schema, a superuser owns it and no one else may
- * create objects in it (a no-op if the extension is not installed). The
+ * is the extension's schema, a superuser owns it, no one else may create
+ * objects in it and it holds no object of the extension's but those
+ * superusers own (a no-op if the extension is not installed). The
  * lookups below check it too, once after every change to a schema or a
  * role. */
 void		CheckExtensionSchemaSafe(void);

@@ -111,7 +111,6 @@ CREATE FUNCTION webhook_idem._check_handler(handler regprocedure, owner regrole)
 COMMENT ON FUNCTION webhook_idem._check_handler(regprocedure, regrole)
   IS 'Raises unless handler may run as the handler of a source owned by owner';
 REVOKE ALL ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) TO webhook_idem_admin;
 
 -- Backends cache sources: any change to either table invalidates the caches.
 CREATE FUNCTION webhook_idem._sources_changed() RETURNS trigger

@@ -105,10 +105,6 @@ REVOKE ALL ON webhook_idem.forwards, webhook_idem._relay_epoch, webhook_idem.dea
 REVOKE ALL ON FUNCTION webhook_idem._check_forward(text, text),
                        webhook_idem.forward_pending(integer),
                        webhook_idem._replay_forward(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION webhook_idem._check_forward(text, text) TO webhook_idem_admin;
-GRANT EXECUTE ON FUNCTION webhook_idem.forward_pending(integer) TO webhook_idem_worker, webhook_idem_admin;
-GRANT SELECT, DELETE ON webhook_idem.forwards TO webhook_idem_admin;
-GRANT SELECT ON webhook_idem.dead_forwards TO webhook_idem_admin, webhook_idem_worker;
 
 -- pg_dump keeps the outbox (the epoch is of this server's life only).
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.forwards', '');

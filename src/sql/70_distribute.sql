@@ -357,9 +357,9 @@ BEGIN
   PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
   ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT source_secrets_source_fkey;
   PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
-  PERFORM webhook_idem._undistribute_table('webhook_idem.events');
-  PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets');
-  PERFORM webhook_idem._undistribute_table('webhook_idem.sources');
+  PERFORM webhook_idem._undistribute_table('webhook_idem.events'::regclass);
+  PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets'::regclass);
+  PERFORM webhook_idem._undistribute_table('webhook_idem.sources'::regclass);
   ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
     FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
   ALTER TABLE webhook_idem.forwards ADD CONSTRAINT forwards_source_fkey

@@ -943,9 +943,9 @@ BEGIN
   PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
   ALTER TABLE webhook_idem.source_secrets DROP CONSTRAINT source_secrets_source_fkey;
   PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
-  PERFORM webhook_idem._undistribute_table('webhook_idem.events');
-  PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets');
-  PERFORM webhook_idem._undistribute_table('webhook_idem.sources');
+  PERFORM webhook_idem._undistribute_table('webhook_idem.events'::regclass);
+  PERFORM webhook_idem._undistribute_table('webhook_idem.source_secrets'::regclass);
+  PERFORM webhook_idem._undistribute_table('webhook_idem.sources'::regclass);
   ALTER TABLE webhook_idem.source_secrets ADD CONSTRAINT source_secrets_source_fkey
     FOREIGN KEY (source) REFERENCES webhook_idem.sources ON DELETE CASCADE ON UPDATE CASCADE;
   ALTER TABLE webhook_idem.forwards ADD CONSTRAINT forwards_source_fkey
@@ -1200,3 +1200,49 @@ GRANT SELECT, DELETE ON webhook_idem.event_order, webhook_idem.entity_versions T
 -- Ordering state: without it a restored database would apply stale events.
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.event_order', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_idem.entity_versions', '');
+
+-- Takes back every privilege on the extension's tables, views, sequences
+-- and functions that a role other than their owner holds, but those of the
+-- roles in keep (and of those, TRIGGER, TRUNCATE and REFERENCES, which the
+-- extension grants no one). What the installing role's ALTER DEFAULT
+-- PRIVILEGES gave at creation goes so: a role with TRIGGER on events, say,
+-- would have its trigger run by apply_event and the workers as the
+-- extension's owner, a superuser; one with SELECT on source_secrets would
+-- read every secret. The install keeps no one (it grants what it means to
+-- afterwards); the update from 0.1.0 keeps the three roles' grants.
+CREATE FUNCTION webhook_idem._revoke_foreign_privileges(keep regrole[])
+RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  g record;
+BEGIN
+  FOR g IN
+    WITH members AS (
+      SELECT d.classid, d.objid FROM pg_depend d
+       WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+         AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'webhook_idem')),
+    granted AS (
+      SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind,
+             c.oid::regclass::text AS object, a.grantee, a.privilege_type, c.relowner AS owner
+        FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid,
+             LATERAL aclexplode(c.relacl) a
+      UNION ALL
+      SELECT 'FUNCTION', p.oid::regprocedure::text, a.grantee, a.privilege_type, p.proowner
+        FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid,
+             LATERAL aclexplode(p.proacl) a)
+    SELECT kind, object, privilege_type,
+           CASE grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(grantee::regrole::text) END AS grantee
+      FROM granted
+     WHERE grantee <> owner
+       AND (privilege_type IN ('TRIGGER', 'TRUNCATE', 'REFERENCES')
+            OR grantee <> ALL (coalesce(keep, '{}')::oid[]))
+  LOOP
+    EXECUTE format('REVOKE %s ON %s %s FROM %s', g.privilege_type, g.kind, g.object, g.grantee);
+  END LOOP;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._revoke_foreign_privileges(regrole[])
+  IS 'Revokes every privilege on the extension''s objects held by a role other than their owner, but those of the roles in keep (never TRIGGER, TRUNCATE or REFERENCES)';
+REVOKE ALL ON FUNCTION webhook_idem._revoke_foreign_privileges(regrole[]) FROM PUBLIC;
+SELECT webhook_idem._revoke_foreign_privileges(
+  ARRAY['webhook_idem_receiver', 'webhook_idem_worker', 'webhook_idem_admin']::regrole[]);
