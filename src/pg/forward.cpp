@@ -219,9 +219,68 @@ EventIdUnsendable(const char *event_id)
 	return NULL;
 }
 
+/*
+ * Who, other than superusers and the table's owner, may write one of the
+ * pg_net tables the relay trusts (net.http_request_queue, whose rows leave
+ * it once sent, and net._http_response, whose rows say how the downstream
+ * answered), with the table's name: "PUBLIC may write net._http_response";
+ * NULL if no one may. pg_net grants ALL on them to PUBLIC: any role could
+ * then mark a forward delivered that was never sent, and a trigger of its
+ * own on them would run as the relay's role.
+ */
+static const char *
+PgNetTablesOpen(void)
+{
+	static const char *const tables[] = {"http_request_queue", "_http_response"};
+	const AclMode writes = ACL_INSERT | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE | ACL_TRIGGER;
+	Oid			nsp = get_namespace_oid("net", true);
+
+	if (!OidIsValid(nsp))
+		return NULL;
+	for (const char *table : tables)
+	{
+		Oid			relid = get_relname_relid(table, nsp);
+		HeapTuple	tup;
+		Oid			owner;
+		Oid			writer = InvalidOid;
+		bool		open = false;
+		bool		isnull;
+		Datum		acl_datum;
+
+		if (!OidIsValid(relid) || !HeapTupleIsValid(tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid))))
+			continue;
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
+		if (!isnull)
+		{
+			Acl		   *acl = DatumGetAclP(acl_datum);
+			AclItem    *items = ACL_DAT(acl);
+
+			for (int i = 0; i < ACL_NUM(acl) && !open; i++)
+				if ((ACLITEM_GET_PRIVS(items[i]) & writes) && items[i].ai_grantee != owner &&
+					(items[i].ai_grantee == ACL_ID_PUBLIC || !superuser_arg(items[i].ai_grantee)))
+				{
+					open = true;
+					writer = items[i].ai_grantee;
+				}
+		}
+		ReleaseSysCache(tup);
+		if (open)
+			return psprintf("%s may write net.%s",
+							writer == ACL_ID_PUBLIC ? "PUBLIC" :
+							psprintf("role \"%s\"", GetUserNameFromId(writer, false)), table);
+	}
+	return NULL;
+}
+
+static const char *const pg_net_revoke_hint =
+	"REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response "
+	"FROM PUBLIC (pg_net grants them to PUBLIC), and from any other role that has them.";
+
 /* Why forward_to and forward_secret cannot forward, or NULL if they can
  * (or are both NULL: no forwarding). With check_pg_net, pg_net must be
- * installed in this database. *code receives the SQLSTATE. */
+ * installed in this database, its tables closed to writers
+ * (PgNetTablesOpen). *code receives the SQLSTATE. */
 static const char *
 ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int *code,
 					 const char **hint)
@@ -257,6 +316,17 @@ ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int
 		*code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		*hint = "Install pg_net (shared_preload_libraries = 'pg_net', then CREATE EXTENSION pg_net) in this database, then register the source again.";
 		return "forward_to needs pg_net, which is not installed in this database";
+	}
+	if (check_pg_net)
+	{
+		const char *open = PgNetTablesOpen();
+
+		if (open != NULL)
+		{
+			*code = ERRCODE_INSUFFICIENT_PRIVILEGE;
+			*hint = pg_net_revoke_hint;
+			return psprintf("forward_to cannot be trusted while %s", open);
+		}
 	}
 	return NULL;
 }
@@ -668,6 +738,16 @@ ForwardStep(Oid pg_net, int max)
 {
 	char	   *epoch;
 	int			settled;
+	const char *open = PgNetTablesOpen();
+
+	/* Checked at every step, since pg_net's grants may change at any time. */
+	if (open != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the relay does not forward while %s", open),
+				 errdetail("Anyone who may write pg_net's queue or responses could make a forward "
+						   "look delivered that was never sent."),
+				 errhint("%s", pg_net_revoke_hint)));
 
 	/* The writers' lock on forwards before it is read (as
 	 * LockEventsForWrite does for events): rows read FOR UPDATE and then

@@ -132,6 +132,15 @@ BEGIN
   RETURN jsonb_build_object('ok', p->>'id');
 END $$;
 });
+# pg_net grants ALL on its queue and responses to PUBLIC: any role could
+# mark a forward delivered that was never sent. Forwarding is refused until
+# they are closed, at registration and at every relay step (section 8).
+my ($rc, $out, $err) = $node->psql('postgres',
+	"SELECT webhook_idem.register_source('up_open', 'none', forward_to => '$base/apply', forward_secret => '$secret')");
+like($err, qr/forward_to cannot be trusted while PUBLIC may write net\.http_request_queue/,
+	'forward_to is refused while PUBLIC may write pg_net\'s tables');
+$node->safe_psql('postgres',
+	'REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response FROM PUBLIC');
 my %sources = (
 	up_ok => "mode => 'sync', forward_to => '$base/apply', max_attempts => 5",
 	up_async => "mode => 'async', forward_to => '$base/apply', max_attempts => 5",
@@ -472,6 +481,20 @@ like(
 is(scalar(received_for('/apply', 'lost-1')), 2, 'the downstream saw two requests, no more');
 $node->safe_psql('postgres',
 	"ALTER SYSTEM RESET webhook_idem.forward_in_workers; SELECT pg_reload_conf()");
+
+# ---------------------------------------------------------------------
+# 8. A role given a write on pg_net's responses afterwards: the relay stops,
+# saying why, and the forward waits; closed again, it is sent.
+$node->safe_psql('postgres', 'CREATE ROLE net_writer; GRANT INSERT ON net._http_response TO net_writer');
+is(deliver('up_lost', 'open-1'), 'applied', 'an event applied while pg_net\'s responses are open');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while role "net_writer" may write net\._http_response/,
+	'the relay refuses to step, naming the writer');
+is($node->safe_psql('postgres', "SELECT status FROM webhook_idem.forwards WHERE event_id = 'open-1'"),
+	'pending', 'and the forward waits');
+$node->safe_psql('postgres', 'REVOKE INSERT ON net._http_response FROM net_writer');
+ok(outbox_drained("event_id = 'open-1'", 30), 'closed again, the forward is sent');
+is(scalar(received_for('/apply', 'open-1')), 1, 'once');
 
 $server->kill_kill;
 $node->stop;
