@@ -243,7 +243,7 @@ PgNetTablesOpen(void)
 		HeapTuple	tup;
 		Oid			owner;
 		Oid			writer = InvalidOid;
-		bool		open = false;
+		bool		open;
 		bool		isnull;
 		Datum		acl_datum;
 
@@ -251,24 +251,10 @@ PgNetTablesOpen(void)
 			continue;
 		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 		acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
-		if (!isnull)
-		{
-			Acl		   *acl = DatumGetAclP(acl_datum);
-			AclItem    *items = ACL_DAT(acl);
-
-			for (int i = 0; i < ACL_NUM(acl) && !open; i++)
-				if ((ACLITEM_GET_PRIVS(items[i]) & writes) && items[i].ai_grantee != owner &&
-					(items[i].ai_grantee == ACL_ID_PUBLIC || !superuser_arg(items[i].ai_grantee)))
-				{
-					open = true;
-					writer = items[i].ai_grantee;
-				}
-		}
+		open = AclGrantsOthers(acl_datum, isnull, owner, writes, &writer);
 		ReleaseSysCache(tup);
 		if (open)
-			return psprintf("%s may write net.%s",
-							writer == ACL_ID_PUBLIC ? "PUBLIC" :
-							psprintf("role \"%s\"", GetUserNameFromId(writer, false)), table);
+			return psprintf("%s may write net.%s", GranteeDescription(writer), table);
 	}
 	return NULL;
 }

@@ -129,6 +129,33 @@ FollowCatalog(void)
 	AcceptInvalidationMessages();
 }
 
+bool
+AclGrantsOthers(Datum acl_datum, bool isnull, Oid owner, AclMode privs, Oid *grantee)
+{
+	Acl		   *acl;
+	AclItem    *items;
+
+	if (isnull)
+		return false;
+	acl = DatumGetAclP(acl_datum);
+	items = ACL_DAT(acl);
+	for (int i = 0; i < ACL_NUM(acl); i++)
+		if ((ACLITEM_GET_PRIVS(items[i]) & privs) && items[i].ai_grantee != owner &&
+			(items[i].ai_grantee == ACL_ID_PUBLIC || !superuser_arg(items[i].ai_grantee)))
+		{
+			*grantee = items[i].ai_grantee;
+			return true;
+		}
+	return false;
+}
+
+const char *
+GranteeDescription(Oid grantee)
+{
+	return grantee == ACL_ID_PUBLIC ? "PUBLIC"
+		: psprintf("role \"%s\"", GetUserNameFromId(grantee, false));
+}
+
 /* The schema the extension was created in (pg_extension.extnamespace). */
 static Oid
 ExtensionSchemaOf(Oid ext)
@@ -293,19 +320,7 @@ CheckExtensionSchema(void)
 		elog(ERROR, "cache lookup failed for namespace %u", nsp);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	acl_datum = SysCacheGetAttr(NAMESPACEOID, tup, Anum_pg_namespace_nspacl, &isnull);
-	if (!isnull)
-	{
-		Acl		   *acl = DatumGetAclP(acl_datum);
-		AclItem    *items = ACL_DAT(acl);
-
-		for (int i = 0; i < ACL_NUM(acl) && !may_create; i++)
-			if ((ACLITEM_GET_PRIVS(items[i]) & ACL_CREATE) && items[i].ai_grantee != owner &&
-				(items[i].ai_grantee == ACL_ID_PUBLIC || !superuser_arg(items[i].ai_grantee)))
-			{
-				may_create = true;
-				creator = items[i].ai_grantee;
-			}
-	}
+	may_create = AclGrantsOthers(acl_datum, isnull, owner, ACL_CREATE, &creator);
 	ReleaseSysCache(tup);
 	if (!superuser_arg(owner))
 		ereport(ERROR,
@@ -320,9 +335,7 @@ CheckExtensionSchema(void)
 	if (may_create)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("%s may create objects in schema \"webhook_idem\"",
-						creator == ACL_ID_PUBLIC ? "PUBLIC" :
-						psprintf("role \"%s\"", GetUserNameFromId(creator, false))),
+				 errmsg("%s may create objects in schema \"webhook_idem\"", GranteeDescription(creator)),
 				 errdetail("The extension's in-database workers and SECURITY DEFINER functions use "
 						   "the objects of this schema by name, as a superuser."),
 				 errhint("REVOKE CREATE ON SCHEMA webhook_idem FROM %s.",

@@ -153,6 +153,14 @@ Oid			ExtensionOwner(void);
  * role. */
 void		CheckExtensionSchemaSafe(void);
 
+/* True if the ACL acl_datum (none if isnull) grants any of privs to a role
+ * other than owner and superusers; *grantee gets the first such role
+ * (ACL_ID_PUBLIC for PUBLIC). */
+bool		AclGrantsOthers(Datum acl_datum, bool isnull, Oid owner, AclMode privs, Oid *grantee);
+
+/* A grantee for a message: PUBLIC, or role "name". */
+const char *GranteeDescription(Oid grantee);
+
 /* The OIDs of the extension's objects, looked up once per backend. */
 Oid			EventsRelid(void);
 Oid			EventsSeqRelid(void);
