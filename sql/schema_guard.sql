@@ -107,6 +107,40 @@ DROP SCHEMA webhook_idem;
 SELECT pg_temp.deliver('moved', 'e2') AS renamed;
 ALTER SCHEMA moved RENAME TO webhook_idem;
 SELECT pg_temp.deliver('webhook_idem', 'e2') AS restored;
+-- What runs when the extension writes its tables, and the extension's own
+-- functions, run as a superuser (apply_event and the other SECURITY
+-- DEFINER functions, the workers, the relay). So at every use no role but
+-- superusers may own one of its objects or hold TRIGGER on one of its
+-- tables, and no trigger there may run a function that a role other than
+-- a superuser owns (a superuser's later GRANT, CREATE TRIGGER or ALTER
+-- ... OWNER, on events or on a table the extension writes less often).
+GRANT TRIGGER ON webhook_idem.events TO guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e3') AS trigger_granted;
+REVOKE TRIGGER ON webhook_idem.events FROM guard_squatter;
+GRANT TRIGGER ON webhook_idem.entity_versions TO PUBLIC;
+SELECT pg_temp.deliver('webhook_idem', 'e4') AS trigger_granted_to_public;
+REVOKE TRIGGER ON webhook_idem.entity_versions FROM PUBLIC;
+CREATE FUNCTION public.audit_event() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+ALTER FUNCTION public.audit_event() OWNER TO guard_squatter;
+CREATE TRIGGER audit AFTER INSERT ON webhook_idem.events
+  FOR EACH ROW EXECUTE FUNCTION public.audit_event();
+SELECT pg_temp.deliver('webhook_idem', 'e4') AS trigger_of_a_role;
+ALTER FUNCTION public.audit_event() OWNER TO CURRENT_USER;
+SELECT pg_temp.deliver('webhook_idem', 'e4') AS trigger_of_a_superuser;
+ALTER FUNCTION public.audit_event() OWNER TO guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_given_away;
+DROP TRIGGER audit ON webhook_idem.events;
+DROP FUNCTION public.audit_event();
+ALTER TABLE webhook_idem.event_order OWNER TO guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS table_given_away;
+ALTER TABLE webhook_idem.event_order OWNER TO CURRENT_USER;
+ALTER FUNCTION webhook_idem.metrics() OWNER TO guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS function_given_away;
+ALTER FUNCTION webhook_idem.metrics() OWNER TO CURRENT_USER;
+ALTER TYPE webhook_idem.event_status OWNER TO guard_squatter;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS type_given_away;
+ALTER TYPE webhook_idem.event_status OWNER TO CURRENT_USER;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS mended;
 SELECT event_id, status FROM webhook_idem.events ORDER BY id;
 
 -- 3. ALTER EXTENSION UPDATE: 0.1.0's frozen script took a squatted schema;
@@ -130,7 +164,7 @@ ALTER DEFAULT PRIVILEGES REVOKE ALL ON TABLES FROM guard_squatter, webhook_idem_
 ALTER DEFAULT PRIVILEGES REVOKE ALL ON SEQUENCES FROM guard_squatter;
 ALTER DEFAULT PRIVILEGES REVOKE ALL ON FUNCTIONS FROM guard_squatter;
 SELECT source FROM webhook_idem.register_source('g', 'none');
-SELECT pg_temp.deliver('webhook_idem', 'e3') AS updated;
+SELECT pg_temp.deliver('webhook_idem', 'e6') AS updated;
 
 \c contrib_regression
 DROP DATABASE wi_guard;

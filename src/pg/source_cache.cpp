@@ -23,10 +23,12 @@ extern "C" {
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
 #include "utils/fmgroids.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_sources_changed);
@@ -48,11 +50,31 @@ static Oid	events_seq_relid = InvalidOid;
 static Oid	extension_owner = InvalidOid;
 static bool schema_checked = false;	/* CheckExtensionSchema passed */
 static uint64 schema_epoch = 0;	/* how many times ForgetCatalogOids ran */
+
+/* What the last CheckExtensionSchema at use read, so that a change to any
+ * of it forgets the verdict: the extension's relations (relcache), and
+ * the syscache hash values of its functions and types and of the functions
+ * of the triggers on its tables (too many: any change of a function or a
+ * type is taken for one of these). */
+#define WI_WATCHED_RELS 32
+#define WI_WATCHED_OBJECTS 256
+typedef struct WatchedObjects
+{
+	int			n;
+	bool		overflow;
+	uint32		hashes[WI_WATCHED_OBJECTS];
+} WatchedObjects;
+static Oid	watched_rels[WI_WATCHED_RELS];
+static int	n_watched_rels = 0;
+static bool watched_rels_overflow = false;
+static WatchedObjects watched_procs;
+static WatchedObjects watched_types;
 /* The source query, for the 0.1.0 table and for 0.2.0's (more columns). */
 static SPIPlanPtr load_plans[2] = {NULL, NULL};
 
-/* Forgets every OID looked up by name: the extension may have been dropped
- * and created again. */
+/* Forgets every OID looked up by name (the extension may have been
+ * dropped and created again), and the verdict of CheckExtensionSchema,
+ * made again when they are looked up. */
 static void
 ForgetCatalogOids(void)
 {
@@ -61,6 +83,16 @@ ForgetCatalogOids(void)
 	extension_owner = InvalidOid;
 	schema_checked = false;
 	schema_epoch++;
+}
+
+/* Forgets the verdict of CheckExtensionSchema, and so the OIDs, and the
+ * sources with them: an invalidation of sources is told by its OID, and
+ * one that came in while the OID is forgotten would not be seen. */
+static void
+ForgetSchemaVerdict(void)
+{
+	cache_stale = true;
+	ForgetCatalogOids();
 }
 
 /* Relcache invalidation: a change to sources, source_secrets or events
@@ -76,7 +108,44 @@ SourcesInvalidated(Datum, Oid relid)
 		triggers_fire = -1;
 		invalidations++;
 		ForgetCatalogOids();
+		return;
 	}
+	/* Another of the extension's relations: its owner, grants or
+	 * triggers may have changed (CheckMembersAtUse). */
+	if (watched_rels_overflow)
+		ForgetSchemaVerdict();
+	for (int i = 0; i < n_watched_rels && schema_checked; i++)
+		if (watched_rels[i] == relid)
+			ForgetSchemaVerdict();
+}
+
+static void
+Watch(WatchedObjects *w, int cacheid, Oid oid)
+{
+	if (w->n < WI_WATCHED_OBJECTS)
+		w->hashes[w->n++] = GetSysCacheHashValue1(cacheid, ObjectIdGetDatum(oid));
+	else
+		w->overflow = true;
+}
+
+static bool
+Watched(const WatchedObjects *w, uint32 hashvalue)
+{
+	if (hashvalue == 0 || w->overflow)
+		return true;			/* a reset: any of them may have changed */
+	for (int i = 0; i < w->n; i++)
+		if (w->hashes[i] == hashvalue)
+			return true;
+	return false;
+}
+
+/* Syscache invalidation of pg_type: one of the extension's types may have
+ * been given to another owner. */
+static void
+TypesInvalidated(Datum, int, uint32 hashvalue)
+{
+	if (Watched(&watched_types, hashvalue))
+		ForgetSchemaVerdict();
 }
 
 /* Syscache invalidation of pg_proc or pg_namespace: a handler may have
@@ -88,6 +157,17 @@ FunctionsInvalidated(Datum, int, uint32)
 {
 	/* Even with no entry yet: the first one may be loading right now. */
 	cache_stale = true;
+}
+
+/* Syscache invalidation of pg_proc: also one of the extension's functions,
+ * or a function a trigger on its tables runs, may have been given to
+ * another owner. */
+static void
+ProcsInvalidated(Datum arg, int cacheid, uint32 hashvalue)
+{
+	FunctionsInvalidated(arg, cacheid, hashvalue);
+	if (Watched(&watched_procs, hashvalue))
+		ForgetSchemaVerdict();
 }
 
 /* Syscache invalidation of pg_namespace or pg_authid: a schema renamed,
@@ -111,7 +191,8 @@ WatchCatalog(void)
 	if (!callbacks_registered)
 	{
 		WiRegisterRelcacheCallback(SourcesInvalidated);
-		CacheRegisterSyscacheCallback(PROCOID, FunctionsInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, ProcsInvalidated, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, TypesInvalidated, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, SchemasInvalidated, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHOID, SchemasInvalidated, (Datum) 0);
 		callbacks_registered = true;
@@ -229,13 +310,111 @@ ObjectOwner(Oid classid, Oid objid)
 	return owner;
 }
 
+/* Why table relid of the extension cannot be written as a superuser, as
+ * a message (and *hint), or NULL: a role other than its owner and
+ * superusers may create triggers on it, or a trigger on it runs a function
+ * such a role owns (and may replace). Watches those functions. */
+static char *
+TableFault(Oid relid, char **hint)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class cls;
+	Datum		acl_datum;
+	bool		isnull;
+	Oid			grantee = InvalidOid;
+	bool		granted;
+	bool		has_triggers;
+	char	   *table;
+	Relation	trigrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	char	   *fault = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	cls = (Form_pg_class) GETSTRUCT(tup);
+	acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
+	granted = AclGrantsOthers(acl_datum, isnull, cls->relowner, ACL_TRIGGER, &grantee);
+	has_triggers = cls->relhastriggers;
+	table = quote_qualified_identifier("webhook_idem", NameStr(cls->relname));
+	ReleaseSysCache(tup);
+	if (granted)
+	{
+		*hint = psprintf("REVOKE TRIGGER ON %s FROM %s.", table,
+						 grantee == ACL_ID_PUBLIC ? "PUBLIC" :
+						 quote_identifier(GetUserNameFromId(grantee, false)));
+		return psprintf("%s may create triggers on table %s", GranteeDescription(grantee), table);
+	}
+	if (!has_triggers)
+		return NULL;
+	trigrel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(trigrel, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (fault == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_trigger trig = (Form_pg_trigger) GETSTRUCT(tup);
+		Oid			owner = ObjectOwner(ProcedureRelationId, trig->tgfoid);
+
+		Watch(&watched_procs, PROCOID, trig->tgfoid);
+		if (OidIsValid(owner) && !superuser_arg(owner))
+		{
+			*hint = psprintf("DROP TRIGGER %s ON %s, or give function %s to a superuser.",
+							 quote_identifier(NameStr(trig->tgname)), table,
+							 format_procedure_qualified(trig->tgfoid));
+			fault = psprintf("trigger %s on table %s runs function %s, owned by role \"%s\", "
+							 "which is not a superuser",
+							 quote_identifier(NameStr(trig->tgname)), table,
+							 format_procedure_qualified(trig->tgfoid), GetUserNameFromId(owner, false));
+		}
+	}
+	systable_endscan(scan);
+	table_close(trigrel, AccessShareLock);
+	return fault;
+}
+
+/* At use: why member (classid, objid) of the extension cannot be run or
+ * written as a superuser, as a message (and *hint), or NULL: a role other
+ * than a superuser owns it (and may replace or alter it), or it is a
+ * table TableFault refuses. Watches what it read, so that a change to it
+ * forgets the verdict. */
+static char *
+MemberFault(Oid classid, Oid objid, char **hint)
+{
+	ObjectAddress object;
+	Oid			owner;
+
+	if (classid == ProcedureRelationId)
+		Watch(&watched_procs, PROCOID, objid);
+	else if (classid == TypeRelationId)
+		Watch(&watched_types, TYPEOID, objid);
+	else if (classid == RelationRelationId)
+	{
+		if (n_watched_rels < WI_WATCHED_RELS)
+			watched_rels[n_watched_rels++] = objid;
+		else
+			watched_rels_overflow = true;
+	}
+	owner = ObjectOwner(classid, objid);
+	if (OidIsValid(owner) && !superuser_arg(owner))
+	{
+		ObjectAddressSet(object, classid, objid);
+		*hint = pstrdup("Give it back to a superuser (ALTER ... OWNER TO).");
+		return psprintf("%s of extension webhook_idem is owned by role \"%s\", which is not a superuser",
+						getObjectDescription(&object, false), GetUserNameFromId(owner, false));
+	}
+	return classid == RelationRelationId && get_rel_relkind(objid) == RELKIND_RELATION
+		? TableFault(objid, hint) : NULL;
+}
+
 /* Raises 42501 naming the first object in schema nsp (one that depends on
  * it: every object but those made with another, such as a table's row
  * type or index) that is neither extension ext nor one of its members, and
  * that a role other than a superuser owns (what a superuser put there, a
- * Citus shard of the events say, is a superuser's doing). */
+ * Citus shard of the events say, is a superuser's doing); and, at use,
+ * the first member MemberFault refuses. */
 static void
-CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
+CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext, bool at_use)
 {
 	Relation	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -243,13 +422,23 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 	HeapTuple	tup;
 	ObjectAddress stray = {InvalidOid, InvalidOid, 0};
 	Oid			stray_owner = InvalidOid;
+	char	   *fault = NULL;
+	char	   *hint = NULL;
 
+	if (at_use)
+	{
+		n_watched_rels = 0;
+		watched_rels_overflow = false;
+		watched_procs.n = watched_types.n = 0;
+		watched_procs.overflow = watched_types.overflow = false;
+	}
 	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(NamespaceRelationId));
 	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(nsp));
 	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
-	while (!OidIsValid(stray.classId) && HeapTupleIsValid(tup = systable_getnext(scan)))
+	while (!OidIsValid(stray.classId) && fault == NULL &&
+		   HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
 		Oid			owner;
@@ -257,7 +446,11 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 		if (d->classid == ExtensionRelationId && d->objid == ext)
 			continue;
 		if (IsExtensionMember(depend, d->classid, d->objid, ext))
+		{
+			if (at_use)
+				fault = MemberFault(d->classid, d->objid, &hint);
 			continue;
+		}
 		owner = ObjectOwner(d->classid, d->objid);
 		if (!OidIsValid(owner) || !superuser_arg(owner))
 		{
@@ -267,6 +460,14 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
+	if (fault != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s", fault),
+				 errdetail("The extension's in-database workers, relay and SECURITY DEFINER "
+						   "functions run its functions and write its tables as a superuser: "
+						   "that role could run code as one."),
+				 errhint("%s", hint)));
 	if (OidIsValid(stray.classId))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -293,7 +494,7 @@ CheckSchemaHoldsOnlyMembers(Oid nsp, Oid ext)
  * or InvalidOid if the extension is not installed in this database.
  */
 static Oid
-CheckExtensionSchema(void)
+CheckExtensionSchema(bool at_use)
 {
 	Oid			ext = get_extension_oid("webhook_idem", true);
 	Oid			nsp;
@@ -341,7 +542,7 @@ CheckExtensionSchema(void)
 				 errhint("REVOKE CREATE ON SCHEMA webhook_idem FROM %s.",
 						 creator == ACL_ID_PUBLIC ? "PUBLIC" :
 						 quote_identifier(GetUserNameFromId(creator, false)))));
-	CheckSchemaHoldsOnlyMembers(nsp, ext);
+	CheckSchemaHoldsOnlyMembers(nsp, ext, at_use);
 	return nsp;
 }
 
@@ -356,7 +557,7 @@ ExtensionNamespace(bool missing_ok)
 
 	if (schema_checked)
 		return get_namespace_oid("webhook_idem", missing_ok);
-	nsp = CheckExtensionSchema();
+	nsp = CheckExtensionSchema(true);
 	if (!OidIsValid(nsp))
 		return get_namespace_oid("webhook_idem", missing_ok);
 	/* Not if an invalidation came in while it looked (a catalog read may
@@ -382,7 +583,7 @@ CheckExtensionSchemaSafe(void)
 extern "C" Datum
 webhook_idem_check_schema(PG_FUNCTION_ARGS)
 {
-	(void) CheckExtensionSchema();
+	(void) CheckExtensionSchema(false);
 	PG_RETURN_VOID();
 }
 
