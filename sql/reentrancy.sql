@@ -113,5 +113,58 @@ SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 're_go
 SELECT event_id, count(*) AS effects FROM re.gone_log GROUP BY event_id ORDER BY event_id;
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_gone', 're_gone_async']) s;
 
+-- A SQL-language handler re-entering for another event of its own source:
+-- a SQL function keeps its running state in the call's FmgrInfo, which the
+-- nested run must not share (it crashed the backend), nor replace when the
+-- handler is replaced meanwhile.
+CREATE TABLE re.sql_log (event_id text, inner_answer text);
+CREATE FUNCTION re.sql_reenter(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  INSERT INTO re.sql_log
+    SELECT p->>'id', CASE WHEN p ? 'child' THEN
+      (SELECT o.status || ' ' || o.http_status || ' ' || o.result::text
+         FROM webhook_idem.apply_event('re_sql', convert_to(jsonb_build_object('id', p->>'child',
+                'child', p->'grandchild')::text, 'UTF8'), '{}') o)
+    ELSE 'none' END;
+  SELECT jsonb_build_object('id', p->>'id', 'logged', (SELECT count(*) FROM re.sql_log));
+$$;
+CREATE FUNCTION re.sql_drain(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  INSERT INTO re.sql_log VALUES (p->>'id', 'processed ' || webhook_idem.process_pending('re_sql_async'));
+  SELECT jsonb_build_object('id', p->>'id');
+$$;
+SELECT source FROM webhook_idem.register_source('re_sql', 'none', handler => 're.sql_reenter(jsonb)');
+SELECT source FROM webhook_idem.register_source('re_sql_async', 'none', handler => 're.sql_drain(jsonb)', mode => 'async');
+SELECT status, http_status, result
+  FROM webhook_idem.apply_event('re_sql', convert_to('{"id": "s1", "child": "s2", "grandchild": "s3"}', 'UTF8'), '{}');
+SELECT to_jsonb(o) - 'detail' AS whole_row
+  FROM webhook_idem.apply_event('re_sql', convert_to('{"id": "s4", "child": "s5"}', 'UTF8'), '{}') o;
+SELECT status FROM webhook_idem.apply_event('re_sql_async', convert_to('{"id": "q1"}', 'UTF8'), '{}')
+UNION ALL
+SELECT status FROM webhook_idem.apply_event('re_sql_async', convert_to('{"id": "q2"}', 'UTF8'), '{}');
+SELECT webhook_idem.process_pending('re_sql_async') AS processed;
+-- The handler replaced by a nested run (CREATE OR REPLACE): the outer run
+-- finishes with the function it started with, the next with the new one.
+CREATE FUNCTION re.sql_replace(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  IF p->>'how' = 'replace' THEN
+    EXECUTE $r$CREATE OR REPLACE FUNCTION re.sql_replaced(p jsonb) RETURNS jsonb LANGUAGE sql AS
+      $f$ INSERT INTO re.sql_log VALUES (p->>'id', 'second'); SELECT '{"version": 2}'::jsonb $f$ $r$;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION re.sql_replaced(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
+  INSERT INTO re.sql_log
+    SELECT p->>'id', 'first: ' || (SELECT o.status FROM webhook_idem.apply_event('re_sql_swap',
+      convert_to('{"id": "w2", "how": "replace"}', 'UTF8'), '{}') o)
+    WHERE p->>'how' IS NULL;
+  SELECT re.sql_replace(p) || '{"version": 1}'::jsonb;
+$$;
+SELECT source FROM webhook_idem.register_source('re_sql_swap', 'none', handler => 're.sql_replaced(jsonb)');
+SELECT status, result FROM webhook_idem.apply_event('re_sql_swap', convert_to('{"id": "w1"}', 'UTF8'), '{}');
+SELECT status, result FROM webhook_idem.apply_event('re_sql_swap', convert_to('{"id": "w3"}', 'UTF8'), '{}');
+SELECT event_id, inner_answer FROM re.sql_log ORDER BY event_id;
+SELECT source, event_id, status, attempts, result FROM webhook_idem.events
+  WHERE source LIKE 're_sql%' ORDER BY source, event_id;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sql', 're_sql_async', 're_sql_swap']) s;
+
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;
 DROP SCHEMA re CASCADE;

@@ -128,11 +128,18 @@ Failure(char *message)
 
 /*
  * Checks the handler's pg_proc row as it is now (CheckHandlerRow), however
- * the source row was written, and takes the call info from that same row;
- * returns why it may not run, or NULL.
+ * the source row was written, and takes the call info from that same row
+ * (*fn, *returns_jsonb); returns why it may not run, or NULL.
+ *
+ * The call info is the source's cached one, unless a run of the same
+ * source is under way in this backend (its handler re-entered the
+ * extension for another event): an FmgrInfo holds its function's running
+ * state (a SQL function's executor, in fn_extra), which a nested run must
+ * neither share nor replace. The nested run gets one of its own, in the
+ * caller's memory.
  */
 static char *
-PrepareHandler(WiSource *src)
+PrepareHandler(WiSource *src, FmgrInfo **fn, bool *returns_jsonb)
 {
 	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(src->handler));
 	char	   *problem;
@@ -141,6 +148,22 @@ PrepareHandler(WiSource *src)
 	if (!HeapTupleIsValid(tup))
 		return psprintf("handler %s does not exist", src->handler_name);
 	problem = CheckHandlerRow(tup, src->owner, src->handler_name, &code);
+	if (problem == NULL && src->handler_fn_busy)
+	{
+		FmgrInfo   *own = (FmgrInfo *) palloc0(sizeof(FmgrInfo));
+		HeapTuple	again;
+
+		fmgr_info_cxt(src->handler, own, CurrentMemoryContext);
+		again = SearchSysCache1(PROCOID, ObjectIdGetDatum(src->handler));
+		if (again != tup || own->fn_nargs != 1 || own->fn_retset)
+			problem = psprintf("handler %s changed while it was being prepared", src->handler_name);
+		*fn = own;
+		*returns_jsonb = ((Form_pg_proc) GETSTRUCT(tup))->prorettype == JSONBOID;
+		if (HeapTupleIsValid(again))
+			ReleaseSysCache(again);
+		ReleaseSysCache(tup);
+		return problem;
+	}
 	if (problem == NULL &&
 		(!src->handler_fn_ready ||
 		 !ItemPointerEquals(&src->handler_fn_tid, &tup->t_self) ||
@@ -168,6 +191,8 @@ PrepareHandler(WiSource *src)
 			ReleaseSysCache(again);
 	}
 	ReleaseSysCache(tup);
+	*fn = &src->handler_fn;
+	*returns_jsonb = src->handler_returns_jsonb;
 	return problem;
 }
 
@@ -186,6 +211,9 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	char	   *volatile error = NULL;
 	int			level;
 	WiHandlerResult result = {true, NULL, NULL};
+	FmgrInfo   *volatile fn = NULL;
+	volatile bool returns_jsonb = false;
+	volatile bool owns_cached = false;	/* this run set handler_fn_busy */
 
 	if (src->handler_name == NULL)
 		return result;			/* no handler: recording the event is the effect */
@@ -199,10 +227,14 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(src->owner)))
 		return Failure(psprintf("the role that registered source \"%s\" no longer exists", src->name));
 	{
-		char	   *problem = PrepareHandler(src);
+		FmgrInfo   *prepared = NULL;
+		bool		prepared_jsonb = false;
+		char	   *problem = PrepareHandler(src, &prepared, &prepared_jsonb);
 
 		if (problem != NULL)
 			return Failure(problem);
+		fn = prepared;
+		returns_jsonb = prepared_jsonb;
 	}
 	CheckSessionTempObjects(src->owner, src->name);
 
@@ -235,14 +267,24 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 								 GUC_ACTION_SAVE, true, 0, false);
 		current_event = event;
 
-		InitFunctionCallInfoData(*fcinfo, &src->handler_fn, 1, InvalidOid, NULL, NULL);
+		if (fn == &src->handler_fn)
+		{
+			src->handler_fn_busy = true;
+			owns_cached = true;
+		}
+		InitFunctionCallInfoData(*fcinfo, fn, 1, InvalidOid, NULL, NULL);
 		fcinfo->args[0].value = JsonbPGetDatum(event->row.payload);
 		fcinfo->args[0].isnull = false;
 		started = GetCurrentTimestamp();
 		invalidations_before = SourceInvalidations();
 		StartHandlerTimer();
 		value = FunctionCallInvoke(fcinfo);
-		if (!fcinfo->isnull && src->handler_returns_jsonb)
+		if (owns_cached)
+		{
+			src->handler_fn_busy = false;
+			owns_cached = false;
+		}
+		if (!fcinfo->isnull && returns_jsonb)
 		{
 			MemoryContextSwitchTo(cxt);
 			value_out = DatumGetJsonbPCopy(value);
@@ -292,6 +334,9 @@ RunHandler(WiSource *src, const WiCurrentEvent *event)
 		ErrorData  *edata;
 		bool		timed_out = StopHandlerTimer() || timed_out_in_run;
 		char	   *message = NULL;
+
+		if (owns_cached)
+			src->handler_fn_busy = false;
 
 		current_event = outer_event;
 		if (applied_depth >= 0)

@@ -93,6 +93,7 @@ typedef struct WiSource
 	FmgrInfo	handler_fn;
 	bool		handler_returns_jsonb;	/* else void */
 	bool		handler_fn_ready;
+	bool		handler_fn_busy;	/* a run of this source calls handler_fn now */
 	char	   *misconfigured;	/* set: the row cannot be used, and why
 								 * (then nothing else is set) */
 	/* The pg_proc row handler_fn and handler_returns_jsonb came from (the
