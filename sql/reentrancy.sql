@@ -166,5 +166,38 @@ SELECT source, event_id, status, attempts, result FROM webhook_idem.events
   WHERE source LIKE 're_sql%' ORDER BY source, event_id;
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sql', 're_sql_async', 're_sql_swap']) s;
 
+-- A handler that closes or moves every cursor it can see, process_pending's
+-- walk over due events among them (it crashed the backend): the walk is
+-- opened again where it was, and every event is applied once.
+CREATE TABLE re.cursor_log (event_id text);
+CREATE FUNCTION re.close_cursors(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor;
+  n text;
+BEGIN
+  INSERT INTO re.cursor_log VALUES (p->>'id');
+  FOR n IN SELECT name FROM pg_cursors LOOP
+    BEGIN
+      c := n;
+      IF p->>'how' = 'move' THEN MOVE FORWARD ALL IN c; ELSE CLOSE c; END IF;
+    EXCEPTION WHEN OTHERS THEN NULL;
+    END;
+  END LOOP;
+  RETURN NULL;
+END $$;
+SELECT source FROM webhook_idem.register_source('re_cursor', 'none', handler => 're.close_cursors(jsonb)', mode => 'async');
+SELECT count(*) AS queued FROM generate_series(1, 6) i,
+  webhook_idem.apply_event('re_cursor', convert_to(jsonb_build_object('id', 'k' || i,
+    'how', CASE WHEN i % 2 = 0 THEN 'move' ELSE 'close' END)::text, 'UTF8'), '{}') o
+  WHERE o.status = 'queued';
+-- Moved to its end, a walk ends its call early: the rest is left due.
+SELECT webhook_idem.process_pending('re_cursor') AS processed;
+SELECT webhook_idem.process_pending() AS processed_any_source;
+SELECT webhook_idem.process_pending('re_cursor') AS processed;
+SELECT webhook_idem.process_pending() AS processed_any_source;
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 're_cursor' ORDER BY event_id;
+SELECT event_id, count(*) AS runs FROM re.cursor_log GROUP BY event_id ORDER BY event_id;
+SELECT webhook_idem.drop_source('re_cursor', true);
+
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;
 DROP SCHEMA re CASCADE;

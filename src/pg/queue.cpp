@@ -232,10 +232,24 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
 	DueScanEnd(scan);
 }
 
+/*
+ * The walk's cursor, or NULL when it is closed or gone: a handler run
+ * between two fetches can see it in pg_cursors and CLOSE it (or MOVE it,
+ * which only passes over events, left for a later call). Looked up by its
+ * name, never used freed: an unnamed portal's name is never given again.
+ */
+static Portal
+LiveScanPortal(DueScan *scan)
+{
+	if (scan->portal != NULL && GetPortalByName(scan->portal_name) != scan->portal)
+		scan->portal = NULL;
+	return scan->portal;
+}
+
 void
 DueScanEnd(DueScan *scan)
 {
-	if (scan->portal != NULL)
+	if (LiveScanPortal(scan) != NULL)
 		SPI_cursor_close(scan->portal);
 	scan->portal = NULL;
 }
@@ -397,7 +411,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 		}
 		if (scan->n_skip >= WI_MAX_BATCH)
 			return 0;
-		if (scan->portal == NULL)
+		if (LiveScanPortal(scan) == NULL)
 		{
 			int			ordered = OrderingInstalled() ? 1 : 0;
 			int			one = scan->source != NULL ? 1 : 0;
@@ -420,6 +434,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 			scan->portal = SPI_cursor_open(NULL, plan, args, nulls, false);
 			if (scan->portal == NULL)
 				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
+			strlcpy(scan->portal_name, scan->portal->name, sizeof(scan->portal_name));
 			scan->fetched = 0;
 			/* Counted from the walk's start: a walk reopened part way
 			 * (after its LIMIT, or without a source) keeps what the part
