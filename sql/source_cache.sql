@@ -112,6 +112,23 @@ SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'sc_as
 UPDATE webhook_idem.sources SET options = '{}' WHERE source = 'sc_async';
 SELECT webhook_idem.process_pending('sc_async') AS processed;
 SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'sc_async';
+-- So is a row this server cannot parse at all (a path too deep for its
+-- stack: class 54), not an error that stops the workers of every source.
+SELECT (webhook_idem.register_source(source => 'sc_async2', scheme => 'none', mode => 'async',
+          handler => 'sc_async_handler(jsonb)', event_id_from => '$.id')).source;
+SELECT status, http_status FROM webhook_idem.apply_event('sc_async', '{"id": "q3"}');
+SELECT status, http_status FROM webhook_idem.apply_event('sc_async2', '{"id": "r1"}');
+UPDATE webhook_idem.sources SET event_id_from = '$' || repeat('.a', 50000) WHERE source = 'sc_async';
+SELECT status, http_status, detail LIKE 'source "sc_async" is misconfigured: stack depth limit exceeded%' AS said
+  FROM webhook_idem.apply_event('sc_async', '{"id": "q4"}');
+SELECT webhook_idem.process_pending() AS processed;
+SELECT count(*) AS claimed FROM webhook_idem.claim_next();
+SELECT source, event_id, status, attempts FROM webhook_idem.events
+  WHERE source IN ('sc_async', 'sc_async2') AND event_id <> 'q1' ORDER BY 1, 2;
+-- Mended, its event is applied.
+UPDATE webhook_idem.sources SET event_id_from = '$.id' WHERE source = 'sc_async';
+SELECT webhook_idem.process_pending() AS processed;
+SELECT webhook_idem.drop_source('sc_async2', true);
 
 -- 3. handler_search_path: a temporary schema is refused at registration in
 --    any spelling (the extension puts pg_temp last itself), and so is a

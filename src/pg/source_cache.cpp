@@ -1049,13 +1049,17 @@ LoadSource(const char *name)
 	if (edata != NULL)
 	{
 		/* Only what the row says is a misconfiguration (a setting that is
-		 * wrong, or that this server does not support); a cancel, a lack
-		 * of memory or an internal error is raised as it is. */
+		 * wrong, or that this server does not support, or cannot parse
+		 * within its limits: a path too deep for its stack); a cancel, a
+		 * lack of memory or an internal error is raised as it is. Raised,
+		 * a row's error would stop every call that looks the source up,
+		 * the workers' walk over every source's due events among them. */
 		int			sqlstate = edata->sqlerrcode;
+		bool		over_limit = ERRCODE_TO_CATEGORY(sqlstate) == ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 
 		if (ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_DATA_EXCEPTION &&
 			ERRCODE_TO_CATEGORY(sqlstate) != ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION &&
-			sqlstate != ERRCODE_FEATURE_NOT_SUPPORTED)
+			sqlstate != ERRCODE_FEATURE_NOT_SUPPORTED && !over_limit)
 		{
 			MemoryContextDelete(cxt);
 			ReThrowError(edata);
@@ -1066,6 +1070,8 @@ LoadSource(const char *name)
 		src->misconfigured = MemoryContextStrdup(cxt,
 												 psprintf("source \"%s\" is misconfigured: %s",
 														  name, edata->message));
+		/* A limit may be the caller's (a stack already deep): not kept. */
+		src->misconfigured_here = over_limit;
 		FreeErrorData(edata);
 	}
 	return src;
@@ -1107,7 +1113,7 @@ FindSource(const char *name, const char **misconfigured)
 	 * made the cache stale, or the tables' triggers may not tell us of
 	 * changes: then this entry serves this call only, in the caller's
 	 * memory. */
-	if (cache_stale || !cacheable)
+	if (cache_stale || !cacheable || src->misconfigured_here)
 		MemoryContextSetParent(GetMemoryChunkContext(src), caller_cxt);
 	else
 	{

@@ -96,6 +96,7 @@ typedef struct WiSource
 	bool		handler_fn_busy;	/* a run of this source calls handler_fn now */
 	char	   *misconfigured;	/* set: the row cannot be used, and why
 								 * (then nothing else is set) */
+	bool		misconfigured_here;	/* only for this call (a limit reached) */
 	/* The pg_proc row handler_fn and handler_returns_jsonb came from (the
 	 * one CheckHandlerRow passed): a different row means look again. */
 	ItemPointerData handler_fn_tid;
