@@ -58,3 +58,6 @@ SELECT pg_temp.round('after-all');
 SELECT source, status, attempts, count(*)
   FROM webhook_idem.events WHERE source IN ('maint', 'maint_async')
  GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+-- Leave no due event behind for the suites after this one.
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['maint', 'maint_async']) s;
+DROP SCHEMA maint CASCADE;
