@@ -128,5 +128,12 @@ bool ParseForm(std::string_view body, Form *out) {
   return true;
 }
 
+bool LooksLikeJson(std::string_view body) noexcept {
+  size_t i = body.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  while (i < body.size() && (body[i] == ' ' || body[i] == '\t' ||
+                             body[i] == '\n' || body[i] == '\r'))
+    i++;
+  return i < body.size() && (body[i] == '{' || body[i] == '[');
+}
 
 }  // namespace wi

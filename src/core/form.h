@@ -37,4 +37,10 @@ struct Form {
  * them. Throws only std::bad_alloc. */
 bool ParseForm(std::string_view body, Form *out);
 
+/* True if body starts as a JSON object or array does (after a UTF-8 BOM and
+ * JSON white space): then it is read as JSON, never as a form, whatever a
+ * header says and whether it is signed as one or the other. A form cannot
+ * start so: its encoding escapes both brackets. */
+bool LooksLikeJson(std::string_view body) noexcept;
+
 }  // namespace wi

@@ -3,6 +3,7 @@
  * in its headers. Bad input here is a sender's fault: it is reported back as
  * a detail for the invalid_payload outcome, never raised.
  */
+#include "core/form.h"
 #include "pg/boundary.h"
 #include "pg/webhook_idem.h"
 
@@ -72,11 +73,7 @@ ParseJsonBody(const char *body, int len, const char **detail)
 bool
 LooksLikeJson(const char *data, int len)
 {
-	int			i = BomLength(data, len);
-
-	while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r'))
-		i++;
-	return i < len && (data[i] == '{' || data[i] == '[');
+	return wi::LooksLikeJson(std::string_view(data, len));
 }
 
 bool

@@ -283,3 +283,27 @@ TEST(SchemeTwilio, EventIdDefault) {
   ASSERT_NE(scheme, nullptr);
   EXPECT_STREQ(scheme->event_id.primary, "header:I-Twilio-Idempotency-Token");
 }
+
+// A body that starts as JSON does (past a BOM and white space) is never
+// checked as a form: the payload the handler gets is parsed as JSON then,
+// and a form reading of that body that a captured signature covers (its
+// '&'-separated pieces sorted back into the signed string) must not pass for
+// it. Twilio's forms escape both brackets; its JSON bodies are signed
+// through bodySHA256.
+TEST(SchemeTwilio, JsonLookingBodyIsNotCheckedAsAForm) {
+  const std::string json = "{\"MessageSid\":\"SMforged\",\"x\":\"&Body=hi\"}";
+  for (const std::string &body : {json, "\xEF\xBB\xBF \r\n" + json,
+                                  std::string("[\"a=1\"]")}) {
+    wi::Form form;
+    ASSERT_TRUE(wi::ParseForm(body, &form));
+    Delivery d = Sdk();
+    d.body = body;
+    d.SetHeader(kSignatureHeader,
+                wi_test::Base64Hmac(wi::Algorithm::kSha1, kToken,
+                                    {kUrl, wi::TwilioParamString(form.fields)}));
+    EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch) << body;
+  }
+  // The rule is wi::LooksLikeJson, the one the payload's parse follows.
+  EXPECT_EQ(wi::LooksLikeJson(json), true);
+  EXPECT_EQ(wi::LooksLikeJson("a=%7B"), false);
+}

@@ -341,6 +341,10 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   bool json_body = !TwilioPostsForm(url);
   std::string params;
   if (!json_body) {
+    /* Read as JSON for the handler (LooksLikeJson), so never checked as
+     * the form it also parses as: a signature over such a form reading
+     * would pass a JSON payload Twilio never sent. */
+    if (LooksLikeJson(req.body)) return Verdict::kSignatureMismatch;
     Form form;
     if (!ParseForm(req.body, &form)) return Verdict::kSignatureMismatch;
     params = TwilioParamString(form.fields);
