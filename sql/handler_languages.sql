@@ -126,9 +126,41 @@ r = plpy.execute("SELECT status, result::text FROM webhook_idem.apply_event('hl_
 plpy.notice("%s %s" % (r[0]['status'], r[0]['result']))
 $$;
 SELECT count(*) AS cursors_left FROM pg_cursors;
+-- 5. The walk over due events (process_pending's cursor) is no handler's
+--    to name: PL/Perl's spi_cursor_close unpins and closes any portal it
+--    is given by name (the walk then read freed memory: the server
+--    crashed), and spi_fetchrow reads one (another source's queued events,
+--    payloads and all, read with the extension's rights). A handler that
+--    tries every name pg_cursors lists and every name PostgreSQL gives
+--    unnamed cursors finds none of the walk's, and every event is applied
+--    once.
+SET ROLE hl_admin;
+CREATE FUNCTION hl.perl_cursors(p jsonb) RETURNS jsonb LANGUAGE plperl AS $$
+  my %names = map { $_->{name} => 1 } @{ spi_exec_query("SELECT name FROM pg_cursors")->{rows} };
+  $names{"<unnamed portal $_>"} = 1 for 1 .. 2000;
+  my $read = 0;
+  for my $n (sort keys %names) {
+    my $row = eval { spi_fetchrow($n) };
+    $read++ if defined $row;
+    eval { spi_cursor_close($n) };
+  }
+  return '{"rows_read": ' . $read . '}';
+$$;
+CREATE FUNCTION hl.quiet(p jsonb) RETURNS jsonb LANGUAGE sql AS 'SELECT NULL::jsonb';
+SELECT source FROM webhook_idem.register_source('hl_walk', 'none', handler => 'hl.perl_cursors(jsonb)', mode => 'async');
+SELECT source FROM webhook_idem.register_source('hl_victim', 'none', handler => 'hl.quiet(jsonb)', mode => 'async');
+RESET ROLE;
+SELECT count(*) AS queued FROM generate_series(1, 3) i,
+  webhook_idem.apply_event('hl_walk', convert_to(format('{"id": "w%s"}', i), 'UTF8'), '{}') o WHERE o.status = 'queued';
+SELECT status FROM webhook_idem.apply_event('hl_victim', convert_to('{"id": "v1", "card": "4111-SECRET"}', 'UTF8'), '{}');
+SELECT count(*) FILTER (WHERE r.pp > 0) > 0 AS processed
+  FROM (SELECT webhook_idem.process_pending() AS pp FROM generate_series(1, 3)) r;
+SELECT source, event_id, status, attempts, result FROM webhook_idem.events
+  WHERE source IN ('hl_walk', 'hl_victim') ORDER BY source, event_id;
+
 SELECT source, event_id, status, result FROM webhook_idem.events WHERE source LIKE 'hl%' ORDER BY id;
 
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py', 'hl_nested', 'hl_self']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hl_perl', 'hl_perl_a', 'hl_py', 'hl_nested', 'hl_self', 'hl_walk', 'hl_victim']) s;
 DROP SCHEMA hl CASCADE;
 DROP ROLE hl_admin, hl_http;
 DROP EXTENSION plpython3u;

@@ -166,10 +166,15 @@ SELECT source, event_id, status, attempts, result FROM webhook_idem.events
   WHERE source LIKE 're_sql%' ORDER BY source, event_id;
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sql', 're_sql_async', 're_sql_swap']) s;
 
--- A handler that closes or moves every cursor it can see, process_pending's
--- walk over due events among them (it crashed the backend): the walk is
--- opened again where it was, and every event is applied once.
+-- A handler that closes or moves every cursor pg_cursors shows it, and
+-- opens one of its own under a closed one's name with rows it made up (an
+-- applied event of its source, shown as due): process_pending's walk over
+-- due events is not among them (its cursor is hidden, pinned and named at
+-- random; closed under the walk, it crashed the backend), so nothing the
+-- handler does ends the walk early or feeds it, and every event is applied
+-- once, in one call.
 CREATE TABLE re.cursor_log (event_id text);
+CREATE TABLE re.cursor_closed (how text, name text);
 CREATE FUNCTION re.close_cursors(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   c refcursor;
@@ -179,8 +184,17 @@ BEGIN
   FOR n IN SELECT name FROM pg_cursors LOOP
     BEGIN
       c := n;
-      IF p->>'how' = 'move' THEN MOVE FORWARD ALL IN c; ELSE CLOSE c; END IF;
-    EXCEPTION WHEN OTHERS THEN NULL;
+      IF p->>'how' = 'move' THEN
+        MOVE FORWARD ALL IN c;
+      ELSE
+        CLOSE c;
+        INSERT INTO re.cursor_closed VALUES (p->>'how', n);
+        OPEN c FOR SELECT id, source, event_id, 'queued'::webhook_idem.event_status, payload, body_sha256,
+                          deliveries, 0, attempts_base, received_at, NULL::timestamptz, NULL::timestamptz,
+                          now() - interval '1 hour', NULL::jsonb, NULL::text, xmin
+                     FROM webhook_idem.events WHERE source = 're_cursor' AND status = 'applied';
+      END IF;
+    EXCEPTION WHEN invalid_cursor_state THEN NULL;
     END;
   END LOOP;
   RETURN NULL;
@@ -190,7 +204,6 @@ SELECT count(*) AS queued FROM generate_series(1, 6) i,
   webhook_idem.apply_event('re_cursor', convert_to(jsonb_build_object('id', 'k' || i,
     'how', CASE WHEN i % 2 = 0 THEN 'move' ELSE 'close' END)::text, 'UTF8'), '{}') o
   WHERE o.status = 'queued';
--- Moved to its end, a walk ends its call early: the rest is left due.
 -- The walk over every source counts what it ran of this source's events by
 -- the handler's log (other suites' due events may be in the same walk).
 SELECT webhook_idem.process_pending('re_cursor') AS processed;
@@ -201,6 +214,8 @@ SELECT FROM webhook_idem.process_pending();
 SELECT count(*) AS run_so_far FROM re.cursor_log;
 SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 're_cursor' ORDER BY event_id;
 SELECT event_id, count(*) AS runs FROM re.cursor_log GROUP BY event_id ORDER BY event_id;
+-- No cursor was closed (the handler's own FOR loop's is pinned).
+SELECT count(*) AS cursors_closed FROM re.cursor_closed;
 SELECT webhook_idem.drop_source('re_cursor', true);
 
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;

@@ -233,15 +233,49 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
 }
 
 /*
- * The walk's cursor, or NULL when it is closed or gone: a handler run
- * between two fetches can see it in pg_cursors and CLOSE it (or MOVE it,
- * which only passes over events, left for a later call). Looked up by its
- * name, never used freed: an unnamed portal's name is never given again.
+ * The walk's cursor stays open while code of the user's runs (a handler,
+ * between two fetches), which must not be able to reach it: read through
+ * it, a handler would get every source's due events, payloads and all,
+ * with the extension's rights, and a cursor closed under the walk left it
+ * reading freed memory (PL/Perl's spi_cursor_close unpins and closes any
+ * portal it is given by name). A cursor is reached by its name only
+ * (FETCH, MOVE, CLOSE, spi_fetchrow, spi_cursor_close), and pg_cursors
+ * lists the visible ones. So the walk's has a name no one can guess (128
+ * random bits, never an "<unnamed portal N>"), is left out of pg_cursors,
+ * and is pinned, as PL/pgSQL pins a FOR loop's cursor (CLOSE ALL and
+ * DISCARD ALL refuse to drop it). An abort unpins and drops it.
+ */
+static Portal
+OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
+{
+	unsigned char random[16];
+	Portal		portal;
+
+	if (!pg_strong_random(random, sizeof(random)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random name for the walk over due events")));
+	strlcpy(scan->portal_name, "webhook_idem walk ", sizeof(scan->portal_name));
+	for (size_t i = 0; i < sizeof(random); i++)
+		snprintf(scan->portal_name + strlen(scan->portal_name), 3, "%02x", random[i]);
+	portal = SPI_cursor_open(scan->portal_name, plan, args, nulls, false);
+	if (portal == NULL)
+		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
+	portal->visible = false;
+	PinPortal(portal);
+	return portal;
+}
+
+/*
+ * The walk's cursor, or NULL once it is gone. Nothing but this file can
+ * name it (OpenScanPortal), so it is always there; looked up by its name
+ * before each use all the same, never used freed should that ever change.
  */
 static Portal
 LiveScanPortal(DueScan *scan)
 {
-	if (scan->portal != NULL && GetPortalByName(scan->portal_name) != scan->portal)
+	if (scan->portal != NULL &&
+		(GetPortalByName(scan->portal_name) != scan->portal || !scan->portal->portalPinned))
 		scan->portal = NULL;
 	return scan->portal;
 }
@@ -250,7 +284,10 @@ void
 DueScanEnd(DueScan *scan)
 {
 	if (LiveScanPortal(scan) != NULL)
+	{
+		UnpinPortal(scan->portal);
 		SPI_cursor_close(scan->portal);
+	}
 	scan->portal = NULL;
 }
 
@@ -431,10 +468,7 @@ DueScanNext(DueScan *scan, EventRow *row)
 			args[2] = PointerGetDatum(construct_array(scan->skip_sources, scan->n_skip_sources,
 													  TEXTOID, -1, false, TYPALIGN_INT));
 			args[3] = TimestampTzGetDatum(scan->after);
-			scan->portal = SPI_cursor_open(NULL, plan, args, nulls, false);
-			if (scan->portal == NULL)
-				elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
-			strlcpy(scan->portal_name, scan->portal->name, sizeof(scan->portal_name));
+			scan->portal = OpenScanPortal(scan, plan, args, nulls);
 			scan->fetched = 0;
 			/* Counted from the walk's start: a walk reopened part way
 			 * (after its LIMIT, or without a source) keeps what the part

@@ -155,7 +155,7 @@ typedef struct DueScan
 	bool		from_last_scan; /* hints: the last scan's (DueScanInit) */
 	bool		took_hints;		/* returned a hint */
 	Portal		portal;			/* the walk's cursor, or NULL: opened when needed */
-	char		portal_name[NAMEDATALEN];	/* its name, to tell it still exists */
+	char		portal_name[NAMEDATALEN];	/* its name, random (OpenScanPortal) */
 	int			fetched;		/* rows the cursor returned */
 	uint64		advances_at_open;	/* OrderAdvances() when the walk started */
 } DueScan;
