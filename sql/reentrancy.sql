@@ -166,24 +166,38 @@ SELECT source, event_id, status, attempts, result FROM webhook_idem.events
   WHERE source LIKE 're_sql%' ORDER BY source, event_id;
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sql', 're_sql_async', 're_sql_swap']) s;
 
--- A handler that closes or moves every cursor pg_cursors shows it, and
--- opens one of its own under a closed one's name with rows it made up (an
--- applied event of its source, shown as due): process_pending's walk over
--- due events is not among them (its cursor is hidden, pinned and named at
--- random; closed under the walk, it crashed the backend), so nothing the
--- handler does ends the walk early or feeds it, and every event is applied
--- once, in one call.
+-- A handler that reads, closes or moves every cursor it can name (those
+-- pg_cursors shows it, and those whose names pg_backend_memory_contexts
+-- gives away to a member of pg_read_all_stats: a portal's memory is named
+-- after it), and opens one of its own under a closed one's name with rows it
+-- made up (an applied event of its source, shown as due): process_pending's
+-- walk over due events is not among them (its cursor is hidden, unnamed in
+-- its memory, pinned and named at random; closed under the walk, it crashed
+-- the backend; read, it gave away every source's due events), so nothing the
+-- handler does reads the walk, ends it early or feeds it, and every event is
+-- applied once, in one call.
 CREATE TABLE re.cursor_log (event_id text);
 CREATE TABLE re.cursor_closed (how text, name text);
+CREATE TABLE re.cursor_read (name text, row_read text);
 CREATE FUNCTION re.close_cursors(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   c refcursor;
   n text;
+  r record;
+  names text[] := ARRAY(SELECT name FROM pg_cursors UNION
+                        SELECT ident FROM pg_backend_memory_contexts WHERE name = 'PortalContext' AND ident <> '');
 BEGIN
   INSERT INTO re.cursor_log VALUES (p->>'id');
-  FOR n IN SELECT name FROM pg_cursors LOOP
+  FOREACH n IN ARRAY names LOOP
     BEGIN
       c := n;
+      FETCH c INTO r;
+      IF FOUND THEN
+        INSERT INTO re.cursor_read VALUES (n, r::text);
+      END IF;
+    EXCEPTION WHEN invalid_cursor_name OR invalid_cursor_state OR datatype_mismatch THEN NULL;
+    END;
+    BEGIN
       IF p->>'how' = 'move' THEN
         MOVE FORWARD ALL IN c;
       ELSE
@@ -194,7 +208,7 @@ BEGIN
                           now() - interval '1 hour', NULL::jsonb, NULL::text, xmin
                      FROM webhook_idem.events WHERE source = 're_cursor' AND status = 'applied';
       END IF;
-    EXCEPTION WHEN invalid_cursor_state THEN NULL;
+    EXCEPTION WHEN invalid_cursor_name OR invalid_cursor_state THEN NULL;
     END;
   END LOOP;
   RETURN NULL;
@@ -214,8 +228,9 @@ SELECT FROM webhook_idem.process_pending();
 SELECT count(*) AS run_so_far FROM re.cursor_log;
 SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 're_cursor' ORDER BY event_id;
 SELECT event_id, count(*) AS runs FROM re.cursor_log GROUP BY event_id ORDER BY event_id;
--- No cursor was closed (the handler's own FOR loop's is pinned).
+-- No cursor was read or closed.
 SELECT count(*) AS cursors_closed FROM re.cursor_closed;
+SELECT name, row_read FROM re.cursor_read;
 SELECT webhook_idem.drop_source('re_cursor', true);
 
 SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['re_sync', 're_async']) s;

@@ -241,9 +241,10 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
  * portal it is given by name). A cursor is reached by its name only
  * (FETCH, MOVE, CLOSE, spi_fetchrow, spi_cursor_close), and pg_cursors
  * lists the visible ones. So the walk's has a name no one can guess (128
- * random bits, never an "<unnamed portal N>"), is left out of pg_cursors,
- * and is pinned, as PL/pgSQL pins a FOR loop's cursor (CLOSE ALL and
- * DISCARD ALL refuse to drop it). An abort unpins and drops it.
+ * random bits, never an "<unnamed portal N>"), is left out of pg_cursors
+ * and out of its memory context's identifier, and is pinned, as PL/pgSQL
+ * pins a FOR loop's cursor (CLOSE ALL and DISCARD ALL refuse to drop it).
+ * An abort unpins and drops it.
  */
 static Portal
 OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
@@ -262,21 +263,34 @@ OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
 	if (portal == NULL)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
 	portal->visible = false;
+	/* Its memory is named after it, which pg_backend_memory_contexts
+	 * shows a member of pg_read_all_stats: unnamed. */
+	MemoryContextSetIdentifier(portal->portalContext, NULL);
 	PinPortal(portal);
 	return portal;
 }
 
 /*
- * The walk's cursor, or NULL once it is gone. Nothing but this file can
- * name it (OpenScanPortal), so it is always there; looked up by its name
- * before each use all the same, never used freed should that ever change.
+ * The walk's cursor, or NULL once it is gone (then opened again where the
+ * walk was). Nothing but this file can name it (OpenScanPortal), so it is
+ * always there and ready; checked before each use all the same, should
+ * anything ever reach it: looked up by its name, never used freed, and one
+ * left failed (a FETCH of someone else's that raised in it) closed instead
+ * of run, which would raise in every call.
  */
 static Portal
 LiveScanPortal(DueScan *scan)
 {
-	if (scan->portal != NULL &&
-		(GetPortalByName(scan->portal_name) != scan->portal || !scan->portal->portalPinned))
+	if (scan->portal == NULL)
+		return NULL;
+	if (GetPortalByName(scan->portal_name) != scan->portal || !scan->portal->portalPinned)
 		scan->portal = NULL;
+	else if (scan->portal->status != PORTAL_READY)
+	{
+		UnpinPortal(scan->portal);
+		SPI_cursor_close(scan->portal);
+		scan->portal = NULL;
+	}
 	return scan->portal;
 }
 
