@@ -55,6 +55,29 @@ SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
            encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
            '{NotificationRequestItem,originalReference}', 'null')), '{}') AS null_original_reference;
+-- A signed field that holds no text: an object or an array where the
+-- signature has "" (as a sender signs an absent originalReference), and an
+-- amount that is an array, which the strict reading does not see but a
+-- handler's lax path ($.NotificationRequestItem.amount.value) does. Each was
+-- signed as "" and applied, its unsigned value handed to the handler: now
+-- malformed_signature.
+SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
+         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
+           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           '{NotificationRequestItem,originalReference}', '{"pspReference": "VICTIM"}')), '{}') AS object_original_reference,
+       webhook_idem.verify_signature('adyen', ARRAY[:'key'],
+         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
+           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           '{NotificationRequestItem,originalReference}', '["VICTIM"]')), '{}') AS array_original_reference,
+       webhook_idem.verify_signature('adyen', ARRAY[:'key'],
+         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
+           encode(webhook_idem.hmac(convert_to('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           '{NotificationRequestItem,amount}', '[{"value": 99999999, "currency": "EUR"}]')), '{}') AS amount_array;
+-- The same item with its amount an object, as signed: valid.
+SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
+         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
+           encode(webhook_idem.hmac(convert_to('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           '{NotificationRequestItem,amount}', '{}')), '{}') AS amount_empty_object;
 -- Keys are hex.
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('prov_adyen_bad', 'adyen', ARRAY['not hex'])$$) AS non_hex_key;
 

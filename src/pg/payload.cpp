@@ -321,28 +321,37 @@ ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers, Jsonb *paylo
 	return NULL;
 }
 
-/* A JSON path compiled once per backend (paths named by the schemes). */
+static const char strict_prefix[] = "strict ";
+
+/* A JSON path compiled once per backend (paths named by the schemes: static
+ * strings, known by their address); with lax, a "strict " path read in lax
+ * mode instead. */
 static JsonPath *
-CompiledPath(const char *text)
+CompiledPath(const char *text, bool lax = false)
 {
 	typedef struct
 	{
 		const char *text;
+		bool		lax;
 		JsonPath   *path;
 	} CachedPath;
 	static CachedPath *cache = NULL;
 	static int	n_cached = 0;
 	MemoryContext old;
 	JsonPath   *path;
+	const char *source = text;
 
 	for (int i = 0; i < n_cached; i++)
-		if (cache[i].text == text)
+		if (cache[i].text == text && cache[i].lax == lax)
 			return cache[i].path;
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	path = DatumGetJsonPathPCopy(DirectFunctionCall1(jsonpath_in, CStringGetDatum(text)));
+	if (lax && strncmp(text, strict_prefix, sizeof(strict_prefix) - 1) == 0)
+		source = psprintf("lax %s", text + sizeof(strict_prefix) - 1);
+	path = DatumGetJsonPathPCopy(DirectFunctionCall1(jsonpath_in, CStringGetDatum(source)));
 	cache = cache ? (CachedPath *) repalloc(cache, sizeof(CachedPath) * (n_cached + 1))
 		: (CachedPath *) palloc(sizeof(CachedPath));
 	cache[n_cached].text = text;
+	cache[n_cached].lax = lax;
 	cache[n_cached].path = path;
 	n_cached++;
 	MemoryContextSwitchTo(old);
@@ -380,11 +389,37 @@ ScalarText(Jsonb *jb, int *len)
 	return s;
 }
 
+/*
+ * True if a signed field's path reads the same in both of jsonpath's
+ * modes, and finds a scalar or nothing: a handler's path is lax unless it
+ * says otherwise, so a value the signature's strict reading does not see
+ * (under an array a lax path unwraps) or sees as no text (an object, an
+ * array) is one the handler may be given unsigned. found is the strict
+ * reading.
+ */
+static bool
+SignedFieldIsPlain(Jsonb *payload, const char *path, Jsonb *found)
+{
+	Jsonb	   *lax;
+
+	if (found != NULL && !JB_ROOT_IS_SCALAR(found))
+		return false;
+	if (strncmp(path, strict_prefix, sizeof(strict_prefix) - 1) != 0)
+		return true;			/* read lax already */
+	lax = PathQueryFirst(payload, CompiledPath(path, true));
+	if (found == NULL || lax == NULL)
+		return found == lax;
+	return JB_ROOT_IS_SCALAR(lax) &&
+		DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(found), JsonbPGetDatum(lax)));
+}
+
 std::optional<std::string_view> *
-BodyFieldValues(Jsonb *payload, const char *const *paths, size_t n)
+BodyFieldValues(Jsonb *payload, const char *const *paths, size_t n, bool *ambiguous)
 {
 	std::optional<std::string_view> *values;
 
+	if (ambiguous != NULL)
+		*ambiguous = false;
 	if (n == 0)
 		return NULL;
 	/* optional<string_view> is trivially destructible: palloc is fine. */
@@ -396,7 +431,13 @@ BodyFieldValues(Jsonb *payload, const char *const *paths, size_t n)
 
 		new (&values[i]) std::optional<std::string_view>();
 		if (payload != NULL)
-			s = ScalarText(PathQueryFirst(payload, CompiledPath(paths[i])), &len);
+		{
+			Jsonb	   *found = PathQueryFirst(payload, CompiledPath(paths[i]));
+
+			if (ambiguous != NULL && !SignedFieldIsPlain(payload, paths[i], found))
+				*ambiguous = true;
+			s = ScalarText(found, &len);
+		}
 		if (s != NULL)
 			values[i] = std::string_view(s, (size_t) len);
 	}

@@ -230,7 +230,15 @@ VerifyDelivery(const WiVerifyArgs *a)
 			return wi::Verdict::kMissingSignature;
 		for (int i = 0; i < n; i++)
 		{
-			req.fields = BodyFieldValues(items[i], scheme->item_fields, scheme->n_item_fields);
+			bool		ambiguous;
+
+			/* The fields are what the item's signature covers, as text:
+			 * one that is no text, or that a lax path (a handler's) would
+			 * read otherwise, is not what was signed. */
+			req.fields = BodyFieldValues(items[i], scheme->item_fields, scheme->n_item_fields,
+										 &ambiguous);
+			if (ambiguous)
+				return wi::Verdict::kMalformedSignature;
 			req.n_fields = scheme->n_item_fields;
 			CheckCore(wi::api::VerifyItem(scheme, req, &verdict, &st), st);
 			if (verdict != wi::Verdict::kValid)

@@ -223,9 +223,11 @@ bool		LooksLikeJson(const char *data, int len);
  * scheme's VerifyRequest::fields: a string unescaped, a number, true,
  * false or null as written, nullopt for anything else. Paths are compiled
  * once per backend and must be static strings (the schemes'). NULL if n
- * is 0. */
+ * is 0. With ambiguous (fields a signature covers), *ambiguous is set if
+ * any path finds an object or an array, or reads otherwise in lax mode
+ * than in the strict mode it is written in. */
 std::optional<std::string_view> *BodyFieldValues(Jsonb *payload, const char *const *paths,
-												 size_t n);
+												 size_t n, bool *ambiguous = NULL);
 
 /* The items path finds in payload (a batch's events), in order; *n gets
  * their number (0 when it finds none, or payload is NULL). */

@@ -53,8 +53,10 @@ namespace {
 
 /* Item fields, relative to one element of $.notificationItems[*]: strict
  * (an item that is an array has none of them, as item.NotificationRequestItem
- * would not), and a JSON null is absent (Array.join writes null as ""). */
-#define ADYEN_FIELD(path) "strict $.NotificationRequestItem." path " ? (@ != null)"
+ * would not), and a JSON null is absent (Array.join writes null as ""). An
+ * object or an array passes the filter (a comparison with null would drop
+ * it), so that src/pg refuses the item: it would be signed as "". */
+#define ADYEN_FIELD(path) "strict $.NotificationRequestItem." path " ? (@.type() != \"null\")"
 const char *const kAdyenItemFields[] = {
     ADYEN_FIELD("pspReference"),
     ADYEN_FIELD("originalReference"),
