@@ -179,11 +179,49 @@ SELECT status, http_status, event_id, detail
            encode(webhook_idem.hmac(convert_to(:'sms_url' || replace(:'json_form', '=', ''), 'UTF8'), :'token', 'sha1'), 'base64')),
          url => :'sms_url');
 
+-- invalid_signature (401): nor a body the handler gets read as JSON because
+-- its Content-Type says so, though it is no object or array: the SDK's own
+-- signature, the rest of its signed text moved into the URL (Twilio signs the
+-- URL and the parameters run together), passed 18005551212, its form reading
+-- one parameter, and the handler got that number.
+SELECT status, http_status, event_id, detail
+  FROM webhook_idem.apply_event('prov_twilio', convert_to('18005551212', 'UTF8'),
+         jsonb_build_object('X-Twilio-Signature', :'sig', 'Content-Type', 'application/json',
+                            'I-Twilio-Idempotency-Token', '6b8f0e7a-forged-0002'),
+         url => :'url' || 'CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+');
+-- Read as the form it is (no Content-Type: the twilio scheme reads a form),
+-- the same request verifies, as twilio-node's validateRequest says it does.
+SELECT pg_temp.v('18005551212', :'sig', :'url' || 'CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+') AS moved_into_url_as_form;
+
 SELECT event_id, status, deliveries, attempts FROM webhook_idem.events WHERE source = 'prov_twilio' ORDER BY event_id;
 SELECT event_id, payload FROM prov_twilio.received ORDER BY event_id;
 SELECT payload->'MessagingBinding.Address' AS repeated_name FROM prov_twilio.received WHERE event_id = '6b8f0e7a-form-0001';
 SELECT payload->>'Body' AS body, payload->>'From' AS "from", payload->'NumMedia' AS num_media
   FROM prov_twilio.received WHERE event_id = '6b8f0e7a-sms-0001';
+
+-- event_id_from => 'sha256' (security.md: a Twilio id no one can choose):
+-- the digest of what the signature covers, the URL and the sorted, decoded
+-- parameters, not of the body's bytes. The SDK's request with its parameters
+-- reordered, with an empty pair, or with a digit escaped (%31) verifies with
+-- the same signature: each was applied again under an id of its own; now they
+-- are duplicates of the first.
+SELECT source FROM webhook_idem.register_source('prov_twilio_sha', 'twilio', ARRAY[:'token'],
+                                                handler => 'prov_twilio.record(jsonb)', event_id_from => 'sha256');
+SELECT n, o.status, o.http_status, o.event_id = first_value(o.event_id) OVER (ORDER BY n) AS same_id
+  FROM unnest(ARRAY[:'params',
+                    'To=%2B18005551212&CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234&From=%2B14158675309',
+                    'CallSid=CA1234567890ABCDE&&Caller=%2B14158675309&Digits=1234&From=%2B14158675309&To=%2B18005551212',
+                    'CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=%31234&From=%2B14158675309&To=%2B18005551212'])
+       WITH ORDINALITY AS b(body, n),
+       webhook_idem.apply_event('prov_twilio_sha', convert_to(b.body, 'UTF8'),
+         jsonb_build_object('X-Twilio-Signature', :'sig', 'Content-Type', 'application/x-www-form-urlencoded'),
+         url => :'url') o
+ ORDER BY n;
+-- The id is the SHA-256 of the signed text, the recipe's string above.
+SELECT event_id = encode(sha256(convert_to(:'url' || 'CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+18005551212', 'UTF8')), 'hex') AS id_is_signed_text_digest,
+       deliveries, attempts
+  FROM webhook_idem.events WHERE source = 'prov_twilio_sha';
+SELECT webhook_idem.drop_source('prov_twilio_sha', force => true) AS dropped;
 
 SELECT webhook_idem.drop_source('prov_twilio', force => true) AS dropped;
 DROP SCHEMA prov_twilio CASCADE;

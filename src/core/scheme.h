@@ -64,6 +64,21 @@ struct VerifyRequest {
   /* The token a sender's subscription check must present (Meta's
    * hub.verify_token): the source's options.verify_token; empty if unset. */
   std::string_view verify_token;
+  /* How the body is read for the handler: as a form (true) or as JSON
+   * (false), as src/pg decided it (IsFormBody). A scheme that signs one
+   * reading's content rather than the bytes (Twilio's form parameters)
+   * verifies only that reading. nullopt: not said (the core's own tests);
+   * such a scheme then reads as src/pg would without a Content-Type. */
+  std::optional<bool> body_is_form;
+  /* Where a scheme that signs a reading of the request rather than its
+   * bytes (Twilio's form: the URL and the sorted parameters) writes the
+   * SHA-256 of the text its signature covered, once that verified, and sets
+   * *signed_sha256_set. The delivery's digest (its 'sha256' event id, its
+   * body_sha256) is then that one, so that bodies one signature covers
+   * alike (parameters reordered, escaped otherwise) are one delivery.
+   * nullptr: not wanted. */
+  unsigned char *signed_sha256 = nullptr;
+  bool *signed_sha256_set = nullptr;
 };
 
 /* One member of a JSON object reply: the value is a JSON string unless raw,

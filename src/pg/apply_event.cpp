@@ -311,6 +311,11 @@ typedef struct Admitted
 	Jsonb	   *payload;		/* the body as JSON (or form data) */
 	bool		form;			/* read as form data */
 	WiHeaders	headers;
+	/* What the signature covered, when the scheme signs a reading of the
+	 * body rather than its bytes: its SHA-256, the delivery's digest
+	 * ('sha256' id, body_sha256) in place of the body's. */
+	bool		signed_sha256_set;
+	unsigned char signed_sha256[wi::kSha256Size];
 } Admitted;
 
 /* Verifies and parses a request; returns false with *o set when it is
@@ -360,6 +365,10 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	args.now_usec = TimestampToUnixMicros(GetCurrentTimestamp());
 	args.tolerance_usec = src->tolerance_usec;
 	args.items_path = src->items_path;
+	args.body_is_form = in->form;
+	in->signed_sha256_set = false;
+	args.signed_sha256 = in->signed_sha256;
+	args.signed_sha256_set = &in->signed_sha256_set;
 
 	/* A check the sender does not sign (Meta's GET) proves itself. */
 	if (AnswerHandshake(&args, false, &reply, &reply_type))
@@ -409,17 +418,19 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 }
 
 /* The event id the source's rule finds in one event (payload: the body's,
- * or a batch item's; data: what 'sha256' digests), or NULL. */
+ * or a batch item's; data: what 'sha256' digests, unless digest, its
+ * SHA-256 given), or NULL. */
 static char *
-RuleEventId(const WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len)
+RuleEventId(const WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len,
+			const unsigned char *digest)
 {
-	char	   *event_id = ExtractEventId(&src->id_primary, &in->headers, payload, data, len);
+	char	   *event_id = ExtractEventId(&src->id_primary, &in->headers, payload, data, len, digest);
 
 	if (event_id == NULL && src->id_fallback.kind != WI_EVENT_ID_NONE)
-		event_id = ExtractEventId(&src->id_fallback, &in->headers, payload, data, len);
+		event_id = ExtractEventId(&src->id_fallback, &in->headers, payload, data, len, digest);
 	if (event_id != NULL && src->id_suffix.kind != WI_EVENT_ID_NONE)
 	{
-		char	   *suffix = ExtractEventId(&src->id_suffix, &in->headers, payload, data, len);
+		char	   *suffix = ExtractEventId(&src->id_suffix, &in->headers, payload, data, len, digest);
 
 		event_id = suffix ? psprintf("%s:%s", event_id, suffix) : NULL;
 	}
@@ -452,9 +463,9 @@ RuleText(const WiSource *src)
  */
 static char *
 IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *data, int len,
-			  text *given, Outcome *o)
+			  const unsigned char *digest, text *given, Outcome *o)
 {
-	char	   *event_id = RuleEventId(src, in, payload, data, len);
+	char	   *event_id = RuleEventId(src, in, payload, data, len, digest);
 
 	if (given != NULL)
 	{
@@ -503,8 +514,8 @@ IdentifyEvent(WiSource *src, const Admitted *in, Jsonb *payload, const char *dat
 /* Everything after admission: claim, look up, record, apply. order: the
  * event's entity and version (ordered sources), or NULL. */
 static Outcome
-Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *event_id,
-		const WiOrderKey *order)
+Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, Jsonb *payload,
+		const char *event_id, const WiOrderKey *order)
 {
 	bytea	   *sha = (bytea *) palloc(VARHDRSZ + wi::kSha256Size);
 	TimestampTz now = GetCurrentTimestamp();
@@ -516,9 +527,12 @@ Deliver(WiSource *src, const char *data, int len, Jsonb *payload, const char *ev
 	if (order != NULL)
 		LockOrderForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
-	CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
-									 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),
-			  st);
+	if (digest != NULL)
+		memcpy(VARDATA(sha), digest, wi::kSha256Size);
+	else
+		CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
+										 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),
+				  st);
 
 	/*
 	 * A retry of an applied event (the storm of an incident) is answered
@@ -838,7 +852,7 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 		item->payload = payloads[i];
 		item->text = JsonbToCString(NULL, &payloads[i]->root, VARSIZE(payloads[i]));
 		item->event_id = IdentifyEvent(src, in, item->payload, item->text,
-									   (int) strlen(item->text), NULL, &item->outcome);
+									   (int) strlen(item->text), NULL, NULL, &item->outcome);
 		if (item->event_id != NULL)
 			CheckCore(wi::api::ComputeLockKey(src->name, item->event_id, &item->lock_key, &st), st);
 		if (item->event_id != NULL && src->ordering != NULL)
@@ -869,7 +883,7 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 		BatchItem  *item = &items[i];
 
 		if (item->event_id != NULL)
-			item->outcome = Deliver(src, item->text, (int) strlen(item->text), item->payload,
+			item->outcome = Deliver(src, item->text, (int) strlen(item->text), NULL, item->payload,
 									item->event_id, item->order.entity ? &item->order : NULL);
 		CountOutcome(src->name, item->outcome.status);
 	}
@@ -965,8 +979,9 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 			}
 			else
 			{
+				const unsigned char *digest = in.signed_sha256_set ? in.signed_sha256 : NULL;
 				char	   *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
-													 given, &o);
+													 digest, given, &o);
 				WiOrderKey	order;
 				WiOrderFind found = WI_ORDER_UNORDERED;
 				const char *detail = NULL;
@@ -983,7 +998,7 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 					}
 				}
 				if (event_id != NULL)
-					o = Deliver(src, in.data, in.len, in.payload, event_id,
+					o = Deliver(src, in.data, in.len, digest, in.payload, event_id,
 								found == WI_ORDER_FOUND ? &order : NULL);
 			}
 		}

@@ -283,7 +283,7 @@ PathQueryFirst(Jsonb *payload, JsonPath *path)
 
 char *
 ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers, Jsonb *payload,
-			   const char *body, int len)
+			   const char *body, int len, const unsigned char *digest)
 {
 	switch (rule->kind)
 	{
@@ -312,6 +312,12 @@ ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers, Jsonb *paylo
 				char	   *hex = (char *) palloc(2 * wi::kSha256Size + 1);
 				wi::Status	st;
 
+				if (digest != NULL)
+				{
+					hex_encode((const char *) digest, wi::kSha256Size, hex);
+					hex[2 * wi::kSha256Size] = '\0';
+					return hex;
+				}
 				CheckCore(wi::api::ComputeSha256Hex(std::string_view(body, len), hex, &st), st);
 				return hex;
 			}

@@ -191,6 +191,9 @@ CoreRequest(const WiVerifyArgs *a)
 		req.hmac = *a->options;
 	req.method = a->method;
 	req.verify_token = a->verify_token;
+	req.body_is_form = a->body_is_form;
+	req.signed_sha256 = a->signed_sha256;
+	req.signed_sha256_set = a->signed_sha256_set;
 	return req;
 }
 
@@ -373,6 +376,8 @@ webhook_idem_verify_signature(PG_FUNCTION_ARGS)
 	args.headers = &headers;
 	args.url = PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4);
 	args.method = PG_NARGS() > 8 && !PG_ARGISNULL(8) ? text_to_cstring(PG_GETARG_TEXT_PP(8)) : "POST";
+	/* Read as apply_event would read it for the handler. */
+	args.body_is_form = IsFormBody(scheme, &headers, args.url, args.body, (int) args.body_len);
 	args.now_usec = TimestampToUnixMicros(PG_GETARG_TIMESTAMPTZ(5));
 	args.tolerance_usec = IntervalToMicros(PG_GETARG_INTERVAL_P(6));
 	/* As a source's tolerance (its column's CHECK): a negative one would

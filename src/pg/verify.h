@@ -37,6 +37,12 @@ typedef struct WiVerifyArgs
 	int64		now_usec;
 	int64		tolerance_usec;
 	Jsonb	   *payload;		/* the body as JSON, or NULL (not JSON) */
+	bool		body_is_form;	/* the handler gets it read as a form (IsFormBody) */
+	/* Where a scheme that signs a reading rather than the bytes puts the
+	 * SHA-256 of the text it signed (VerifyRequest::signed_sha256), or
+	 * NULL. */
+	unsigned char *signed_sha256;
+	bool	   *signed_sha256_set;
 	JsonPath   *items_path;		/* where verify_item's items are */
 	/* The scheme's body values in payload, extracted once a request for
 	 * verify() and the handshake both (BodyFields, verify.cpp). */

@@ -236,9 +236,12 @@ Jsonb	  **BatchItems(Jsonb *payload, JsonPath *path, int *n);
 /* The scheme's own items path, compiled; NULL when it sends no batches. */
 JsonPath   *SchemeItemsPath(const wi::Scheme *scheme);
 
-/* Finds the event id by rule; NULL if the rule finds nothing usable. */
+/* Finds the event id by rule; NULL if the rule finds nothing usable.
+ * 'sha256' digests body, or is digest (kSha256Size bytes) when given: what
+ * the signature covered, for a scheme that signs a reading of the body. */
 char	   *ExtractEventId(const WiEventIdRule *rule, const WiHeaders *headers,
-						   Jsonb *payload, const char *body, int len);
+						   Jsonb *payload, const char *body, int len,
+						   const unsigned char *digest = NULL);
 
 /* --- lock.cpp ------------------------------------------------------- */
 

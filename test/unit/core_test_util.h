@@ -73,6 +73,7 @@ struct Delivery {
   int64_t tolerance_sec = 300;
   int64_t now_extra_usec = 0; /* added to now_sec: a clock between seconds */
   wi::HmacOptions hmac;
+  std::optional<bool> body_is_form; /* as src/pg read it; nullopt: not said */
 
   /* Appends a header. */
   Delivery &Header(std::string name, std::string value) {
@@ -118,6 +119,7 @@ inline bool CallVerify(const wi::Scheme *scheme, const Delivery &d,
   req.secrets = secrets.data();
   req.n_secrets = secrets.size();
   req.hmac = d.hmac;
+  req.body_is_form = d.body_is_form;
   return wi::api::Verify(scheme, req, verdict, st);
 }
 

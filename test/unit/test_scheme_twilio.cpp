@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/api.h"
+#include "core/crypto.h"
 #include "core/form.h"
 #include "core/schemes/twilio.h"
 #include "core_test_util.h"
@@ -306,4 +308,89 @@ TEST(SchemeTwilio, JsonLookingBodyIsNotCheckedAsAForm) {
   // The rule is wi::LooksLikeJson, the one the payload's parse follows.
   EXPECT_EQ(wi::LooksLikeJson(json), true);
   EXPECT_EQ(wi::LooksLikeJson("a=%7B"), false);
+}
+
+// What the handler gets decides what is checked: a body src/pg reads as
+// JSON (its Content-Type says so) is never checked as a form, even one that
+// is no JSON object or array. The SDK's own signature passes a body of
+// 18005551212 once the rest of its signed text is moved into the URL (Twilio
+// signs the URL and the parameters run together); read as a form it is one
+// parameter, read as JSON a number Twilio never sent.
+TEST(SchemeTwilio, BodyReadAsJsonIsNotCheckedAsAForm) {
+  Delivery d = Sdk();
+  d.body = "18005551212";
+  d.url = std::string(kUrl) +
+          "CallSidCA1234567890ABCDECaller+14158675309Digits1234From+"
+          "14158675309To+";
+  EXPECT_EQ(Verify(d), wi::Verdict::kValid);  // the form reading, unsaid
+  d.body_is_form = true;
+  EXPECT_EQ(Verify(d), wi::Verdict::kValid);
+  d.body_is_form = false;
+  EXPECT_EQ(Verify(d), wi::Verdict::kSignatureMismatch);
+  // The SDK's request itself, read as the form it is.
+  Delivery sdk = Sdk();
+  sdk.body_is_form = true;
+  EXPECT_EQ(Verify(sdk), wi::Verdict::kValid);
+  sdk.body_is_form = false;
+  EXPECT_EQ(Verify(sdk), wi::Verdict::kSignatureMismatch);
+}
+
+// A form's identity is the text its signature covers: verified, the scheme
+// gives the SHA-256 of the signed URL and parameter string, which src/pg
+// makes the delivery's digest ('sha256' ids, body_sha256). The SDK's
+// parameters reordered, with an empty pair or escaped otherwise, verify
+// alike and so are one delivery; a JSON body (its bytes signed through
+// bodySHA256) gives none.
+TEST(SchemeTwilio, SignedDigestIsTheSignedText) {
+  const wi::Scheme *scheme = wi::FindScheme("twilio");
+  ASSERT_NE(scheme, nullptr);
+  auto digest_of = [&](const Delivery &d, bool *set) {
+    std::vector<wi::Header> headers;
+    for (const auto &h : d.headers) headers.push_back({h.first, h.second});
+    std::string_view secret = kToken;
+    wi::VerifyRequest req;
+    req.body = d.body;
+    req.headers = headers.data();
+    req.n_headers = headers.size();
+    if (d.url) req.url = *d.url;
+    req.secrets = &secret;
+    req.n_secrets = 1;
+    unsigned char out[wi::kSha256Size] = {};
+    *set = false;
+    req.signed_sha256 = out;
+    req.signed_sha256_set = set;
+    wi::Verdict verdict = wi::Verdict::kMalformedSignature;
+    wi::Status st;
+    EXPECT_TRUE(wi::api::Verify(scheme, req, &verdict, &st));
+    EXPECT_EQ(verdict, wi::Verdict::kValid) << d.body;
+    return std::string(reinterpret_cast<char *>(out), sizeof(out));
+  };
+  bool set = false;
+  std::string expected(wi::kSha256Size, '\0');
+  wi::Form form;
+  ASSERT_TRUE(wi::ParseForm(kParams, &form));
+  wi::Sha256(std::string(kUrl) + wi::TwilioParamString(form.fields),
+             reinterpret_cast<unsigned char *>(expected.data()));
+  EXPECT_EQ(digest_of(Sdk(), &set), expected);
+  EXPECT_TRUE(set);
+  for (const char *body :
+       {"To=%2B18005551212&CallSid=CA1234567890ABCDE&Caller=%2B14158675309&"
+        "Digits=1234&From=%2B14158675309",
+        "CallSid=CA1234567890ABCDE&&Caller=%2B14158675309&Digits=1234&From=%"
+        "2B14158675309&To=%2B18005551212",
+        "CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=%31234&From=%"
+        "2B14158675309&To=%2B18005551212"}) {
+    Delivery d = Sdk();
+    d.body = body;
+    set = false;
+    EXPECT_EQ(digest_of(d, &set), expected) << body;
+    EXPECT_TRUE(set) << body;
+  }
+  Delivery json = Sdk();
+  json.body = kJsonBody;
+  json.url = std::string(kUrl) + "&bodySHA256=" + kBodySha;
+  json.SetHeader(kSignatureHeader, "a9nBmqA0ju/hNViExpshrM61xv4=");
+  json.SetHeader("Content-Type", "application/json");
+  digest_of(json, &set);
+  EXPECT_FALSE(set);
 }

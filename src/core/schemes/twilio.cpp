@@ -341,10 +341,14 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
   bool json_body = !TwilioPostsForm(url);
   std::string params;
   if (!json_body) {
-    /* Read as JSON for the handler (LooksLikeJson), so never checked as
-     * the form it also parses as: a signature over such a form reading
-     * would pass a JSON payload Twilio never sent. */
-    if (LooksLikeJson(req.body)) return Verdict::kSignatureMismatch;
+    /* Twilio signs a form's parameters, not its bytes: a body the handler
+     * gets read as JSON (a Content-Type says so, or it starts as JSON
+     * does) is never checked as the form it also parses as, or a
+     * signature over that form reading would pass a JSON payload (an
+     * object, or a scalar such as 18005551212) Twilio never sent. */
+    bool read_as_form =
+        req.body_is_form ? *req.body_is_form : !LooksLikeJson(req.body);
+    if (!read_as_form) return Verdict::kSignatureMismatch;
     Form form;
     if (!ParseForm(req.body, &form)) return Verdict::kSignatureMismatch;
     params = TwilioParamString(form.fields);
@@ -352,18 +356,25 @@ Verdict VerifyTwilio(const VerifyRequest &req) {
 
   UrlVariants variants(url, parsed);
   unsigned char mac[kMaxDigestSize];
-  bool found = false;
-  for (size_t i = 0; i < req.n_secrets && !found; ++i) {
+  const std::string *signed_url = nullptr;
+  for (size_t i = 0; i < req.n_secrets && signed_url == nullptr; ++i) {
     for (size_t v = 0; const std::string *candidate = variants.Get(v); ++v) {
       size_t n =
           Hmac(Algorithm::kSha1, req.secrets[i], {*candidate, params}, mac);
       if (ConstantTimeEqual(Base64Encode(MacBytes(mac, n)), *sig)) {
-        found = true;
+        signed_url = candidate;
         break;
       }
     }
   }
-  if (!found) return Verdict::kSignatureMismatch;
+  if (signed_url == nullptr) return Verdict::kSignatureMismatch;
+  /* A form's identity is the text signed, not its bytes: the same
+   * parameters in another order, or escaped otherwise, verify alike. (A
+   * JSON body's bytes are signed, through bodySHA256.) */
+  if (!json_body && req.signed_sha256 != nullptr) {
+    Sha256(*signed_url + params, req.signed_sha256);
+    if (req.signed_sha256_set != nullptr) *req.signed_sha256_set = true;
+  }
 
   if (json_body) {
     std::string given =
