@@ -26,6 +26,12 @@ CREATE FUNCTION pg_temp.item(psp text, event_code text, success text DEFAULT 'tr
                                                            amount, 'EUR', event_code, success), 'UTF8'),
                                       decode(key, 'hex')), 'base64')))))
 $$;
+-- The signature of a signing string, with key: an item signed so has the
+-- fields of that string, whatever it holds itself.
+CREATE FUNCTION pg_temp.sign(signing text) RETURNS text LANGUAGE sql AS $$
+  SELECT encode(webhook_idem.hmac(convert_to(signing, 'UTF8'),
+                                  decode('DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00', 'hex')), 'base64')
+$$;
 CREATE FUNCTION pg_temp.batch(VARIADIC items jsonb[]) RETURNS bytea LANGUAGE sql AS $$
   SELECT convert_to(jsonb_build_object('live', 'false', 'notificationItems', to_jsonb(items))::text, 'UTF8')
 $$;
@@ -49,11 +55,11 @@ SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION'), '{NotificationRequestItem,amount,value}', '1')), '{}') AS amount_changed,
        webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64'))
+           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true'))
            #- '{NotificationRequestItem,originalReference}'), '{}') AS absent_original_reference,
        webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
            '{NotificationRequestItem,originalReference}', 'null')), '{}') AS null_original_reference;
 -- A signed field that holds no text: an object or an array where the
 -- signature has "" (as a sender signs an absent originalReference), and an
@@ -63,20 +69,20 @@ SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
 -- malformed_signature.
 SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
            '{NotificationRequestItem,originalReference}', '{"pspReference": "VICTIM"}')), '{}') AS object_original_reference,
        webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           encode(webhook_idem.hmac(convert_to('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
            '{NotificationRequestItem,originalReference}', '["VICTIM"]')), '{}') AS array_original_reference,
        webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
-           encode(webhook_idem.hmac(convert_to('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           pg_temp.sign('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true')),
            '{NotificationRequestItem,amount}', '[{"value": 99999999, "currency": "EUR"}]')), '{}') AS amount_array;
 -- The same item with its amount an object, as signed: valid.
 SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
-           encode(webhook_idem.hmac(convert_to('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true', 'UTF8'), decode(:'key', 'hex')), 'base64')),
+           pg_temp.sign('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true')),
            '{NotificationRequestItem,amount}', '{}')), '{}') AS amount_empty_object;
 -- Keys are hex.
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('prov_adyen_bad', 'adyen', ARRAY['not hex'])$$) AS non_hex_key;
