@@ -160,6 +160,15 @@ SELECT status, http_status, event_id, result, detail
 SELECT status, http_status, event_id, result, detail
   FROM webhook_idem.apply_event('prov_twilio', convert_to(:'sms', 'UTF8'),
                                 (:'sms_headers')::jsonb || jsonb_build_object('X-Twilio-Signature', :'sms_sig'), url => :'sms_url');
+-- A form's body_sha256 is the digest of the text its signature covers; a row
+-- recorded with its bytes' digest (before 0.2.0, or by a library before this
+-- rule) still takes a retry of the same bytes as a duplicate, not as
+-- payload_mismatch.
+UPDATE webhook_idem.events SET body_sha256 = sha256(convert_to(:'sms', 'UTF8'))
+ WHERE source = 'prov_twilio' AND event_id = '6b8f0e7a-sms-0001';
+SELECT status, http_status, event_id, detail
+  FROM webhook_idem.apply_event('prov_twilio', convert_to(:'sms', 'UTF8'),
+                                (:'sms_headers')::jsonb || jsonb_build_object('X-Twilio-Signature', :'sms_sig'), url => :'sms_url');
 -- invalid_signature (401): a tampered Body, and no signature header.
 SELECT status, http_status, event_id, detail
   FROM webhook_idem.apply_event('prov_twilio', convert_to(replace(:'sms', 'Hello', 'Hullo'), 'UTF8'),
@@ -221,6 +230,17 @@ SELECT n, o.status, o.http_status, o.event_id = first_value(o.event_id) OVER (OR
 SELECT event_id = encode(sha256(convert_to(:'url' || 'CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+18005551212', 'UTF8')), 'hex') AS id_is_signed_text_digest,
        deliveries, attempts
   FROM webhook_idem.events WHERE source = 'prov_twilio_sha';
+-- An event recorded under the bytes' digest (a 'sha256' id before 0.2.0, or by
+-- a library before this rule) is found by a redelivery of the same bytes,
+-- not applied again under the signed text's id.
+UPDATE webhook_idem.events SET event_id = encode(sha256(convert_to(:'params', 'UTF8')), 'hex'),
+                               body_sha256 = sha256(convert_to(:'params', 'UTF8'))
+ WHERE source = 'prov_twilio_sha';
+SELECT o.status, o.http_status, o.event_id = encode(sha256(convert_to(:'params', 'UTF8')), 'hex') AS recorded_id
+  FROM webhook_idem.apply_event('prov_twilio_sha', convert_to(:'params', 'UTF8'),
+         jsonb_build_object('X-Twilio-Signature', :'sig', 'Content-Type', 'application/x-www-form-urlencoded'),
+         url => :'url') o;
+SELECT count(*) AS events FROM webhook_idem.events WHERE source = 'prov_twilio_sha';
 SELECT webhook_idem.drop_source('prov_twilio_sha', force => true) AS dropped;
 
 SELECT webhook_idem.drop_source('prov_twilio', force => true) AS dropped;

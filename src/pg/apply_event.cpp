@@ -141,10 +141,20 @@ RecordStaleFirst(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha
 
 /* True if row was recorded from a body with this digest. */
 static bool
-SameBody(const EventRow *row, bytea *sha)
+SameDigest(const EventRow *row, bytea *sha)
 {
 	return VARSIZE_ANY_EXHDR(row->body_sha256) == VARSIZE_ANY_EXHDR(sha) &&
 		memcmp(VARDATA_ANY(row->body_sha256), VARDATA_ANY(sha), VARSIZE_ANY_EXHDR(sha)) == 0;
+}
+
+/* True if row was recorded from the same body: its digest (sha), or, where
+ * sha is that of a signed text (Twilio's forms), the digest of the body's
+ * bytes (bytes_sha), which rows recorded before 0.2.0 took their digest
+ * from: the same bytes are the same delivery whichever was recorded. */
+static bool
+SameBody(const EventRow *row, bytea *sha, bytea *bytes_sha)
+{
+	return SameDigest(row, sha) || (bytes_sha != NULL && SameDigest(row, bytes_sha));
 }
 
 /*
@@ -226,12 +236,12 @@ StaleAgainOutcome(const char *event_id, const EventRow *row)
 /* Answers a delivery of an event that already has a row. */
 static Outcome
 Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
-			const EventRow *row, TimestampTz now, bool locked)
+			bytea *bytes_sha, const EventRow *row, TimestampTz now, bool locked)
 {
 	Outcome		o;
 	const char *spent;
 
-	if (!SameBody(row, sha))
+	if (!SameBody(row, sha, bytes_sha))
 	{
 		BumpDeliveries(row->id, false);
 		o = MakeOutcome("payload_mismatch", 422, event_id,
@@ -278,7 +288,7 @@ Redelivered(WiSource *src, const char *event_id, Jsonb *payload, bytea *sha,
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("event \"%s\" was removed while it was being delivered", event_id)));
-		return Redelivered(src, event_id, payload, sha, &latest, now, true);
+		return Redelivered(src, event_id, payload, sha, bytes_sha, &latest, now, true);
 	}
 	else if ((spent = BurySpentEvent(src, row, true)) != NULL)
 	{
@@ -437,6 +447,29 @@ RuleEventId(const WiSource *src, const Admitted *in, Jsonb *payload, const char 
 	return event_id;
 }
 
+/*
+ * The id of a delivery whose digest is that of the text its signature
+ * covers (a Twilio form: digest), event_id, unless an event was recorded
+ * under the id the body's bytes give: a 'sha256' id was the bytes' digest
+ * before 0.2.0 (and before this rule), and such a row's event delivered
+ * again, or replayed, must find it rather than apply as a new one. One
+ * lookup, for such deliveries only.
+ */
+static const char *
+RecordedEventId(const WiSource *src, const Admitted *in, const char *event_id)
+{
+	char	   *bytes_id = RuleEventId(src, in, in->payload, in->data, in->len, NULL);
+	EventRow	row;
+	int			found;
+
+	if (bytes_id == NULL || strcmp(bytes_id, event_id) == 0)
+		return event_id;
+	found = IsolationUsesXactSnapshot() ? -1 : LookupEventDirect(src->name, bytes_id, &row);
+	if (found < 0)
+		found = LookupEvent(src->name, bytes_id, &row) ? 1 : 0;
+	return found == 1 ? bytes_id : event_id;
+}
+
 /* The source's rule, as a detail says it. */
 static char *
 RuleText(const WiSource *src)
@@ -518,6 +551,7 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 		const char *event_id, const WiOrderKey *order)
 {
 	bytea	   *sha = (bytea *) palloc(VARHDRSZ + wi::kSha256Size);
+	bytea	   *bytes_sha = NULL;
 	TimestampTz now = GetCurrentTimestamp();
 	EventRow	row;
 	wi::Status	st;
@@ -528,11 +562,15 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 		LockOrderForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
 	if (digest != NULL)
+	{
 		memcpy(VARDATA(sha), digest, wi::kSha256Size);
-	else
-		CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
-										 reinterpret_cast<unsigned char *>(VARDATA(sha)), &st),
-				  st);
+		bytes_sha = (bytea *) palloc(VARHDRSZ + wi::kSha256Size);
+		SET_VARSIZE(bytes_sha, VARHDRSZ + wi::kSha256Size);
+	}
+	CheckCore(wi::api::ComputeSha256(std::string_view(data, (size_t) len),
+									 reinterpret_cast<unsigned char *>(VARDATA(bytes_sha ? bytes_sha : sha)),
+									 &st),
+			  st);
 
 	/*
 	 * A retry of an applied event (the storm of an incident) is answered
@@ -544,7 +582,7 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 	 */
 	if (!IsolationUsesXactSnapshot() &&
 		LookupEventDirect(src->name, event_id, &row) == 1 &&
-		(row.status == WI_APPLIED || row.status == WI_STALE) && SameBody(&row, sha))
+		(row.status == WI_APPLIED || row.status == WI_STALE) && SameBody(&row, sha, bytes_sha))
 		return row.status == WI_APPLIED ? DuplicateOutcome(event_id, &row)
 			: StaleAgainOutcome(event_id, &row);
 
@@ -574,7 +612,7 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 	}
 
 	if (LookupEvent(src->name, event_id, &row))
-		return Redelivered(src, event_id, payload, sha, &row, now, false);
+		return Redelivered(src, event_id, payload, sha, bytes_sha, &row, now, false);
 
 	/* Older than an event already applied for its entity: stale. */
 	if (order != NULL)
@@ -980,11 +1018,14 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 			else
 			{
 				const unsigned char *digest = in.signed_sha256_set ? in.signed_sha256 : NULL;
-				char	   *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
+				const char *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
 													 digest, given, &o);
 				WiOrderKey	order;
 				WiOrderFind found = WI_ORDER_UNORDERED;
 				const char *detail = NULL;
+
+				if (event_id != NULL && digest != NULL)
+					event_id = RecordedEventId(src, &in, event_id);
 
 				/* Ordered sources: the event's entity and version, or a
 				 * clear refusal when it has none (docs/ordering.md). */
