@@ -453,21 +453,20 @@ RuleEventId(const WiSource *src, const Admitted *in, Jsonb *payload, const char 
  * under the id the body's bytes give: a 'sha256' id was the bytes' digest
  * before 0.2.0 (and before this rule), and such a row's event delivered
  * again, or replayed, must find it rather than apply as a new one. One
- * lookup, for such deliveries only.
+ * lookup, for such deliveries only. Without the event's claim lock, which
+ * only decides which id to deliver under: Deliver takes it and reads the
+ * row again (under REPEATABLE READ, a row changed since the snapshot is
+ * 40001 here as it would be there).
  */
 static const char *
 RecordedEventId(const WiSource *src, const Admitted *in, const char *event_id)
 {
 	char	   *bytes_id = RuleEventId(src, in, in->payload, in->data, in->len, NULL);
 	EventRow	row;
-	int			found;
 
 	if (bytes_id == NULL || strcmp(bytes_id, event_id) == 0)
 		return event_id;
-	found = IsolationUsesXactSnapshot() ? -1 : LookupEventDirect(src->name, bytes_id, &row);
-	if (found < 0)
-		found = LookupEvent(src->name, bytes_id, &row) ? 1 : 0;
-	return found == 1 ? bytes_id : event_id;
+	return LookupEvent(src->name, bytes_id, &row) ? bytes_id : event_id;
 }
 
 /* The source's rule, as a detail says it. */

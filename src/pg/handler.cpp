@@ -84,7 +84,10 @@ CloseHandlerPortals(int level)
 	 * after it. While its cleanup runs the portal is active, so that such
 	 * code cannot close or fetch from it too ("portal is active", where a
 	 * second drop was of freed memory); code that left a subtransaction of
-	 * its own open there ends the session (RequireHandlerLevel).
+	 * its own open there ends the session (RequireHandlerLevel). A portal
+	 * is found by its memory's name, which the due walk's cursor has none
+	 * of (OpenScanPortal, queue.cpp): a nested process_pending's walk is
+	 * closed by that call, or by the abort of its error, never here.
 	 */
 	for (;;)
 	{

@@ -354,6 +354,8 @@ CompiledPath(const char *text, bool lax = false)
 	if (lax && strncmp(text, strict_prefix, sizeof(strict_prefix) - 1) == 0)
 		source = psprintf("lax %s", text + sizeof(strict_prefix) - 1);
 	path = DatumGetJsonPathPCopy(DirectFunctionCall1(jsonpath_in, CStringGetDatum(source)));
+	if (source != text)
+		pfree((void *) source);
 	cache = cache ? (CachedPath *) repalloc(cache, sizeof(CachedPath) * (n_cached + 1))
 		: (CachedPath *) palloc(sizeof(CachedPath));
 	cache[n_cached].text = text;

@@ -264,7 +264,9 @@ OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
 	portal->visible = false;
 	/* Its memory is named after it, which pg_backend_memory_contexts
-	 * shows a member of pg_read_all_stats: unnamed. */
+	 * shows a member of pg_read_all_stats: unnamed. (So CloseHandlerPortals,
+	 * which finds a handler's portals by that name, never sees it: it is
+	 * not a handler's, and DueScanEnd or an abort closes it.) */
 	MemoryContextSetIdentifier(portal->portalContext, NULL);
 	PinPortal(portal);
 	return portal;
@@ -273,21 +275,23 @@ OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
 /*
  * The walk's cursor, or NULL once it is gone (then opened again where the
  * walk was). Nothing but this file can name it (OpenScanPortal), so it is
- * always there and ready; checked before each use all the same, should
- * anything ever reach it: looked up by its name, never used freed, and one
- * left failed (a FETCH of someone else's that raised in it) closed instead
- * of run, which would raise in every call.
+ * always there, pinned and ready; checked before each use all the same,
+ * should anything ever reach it: looked up by its name, never used freed,
+ * and one found unpinned or not ready (left failed by a FETCH of someone
+ * else's that raised in it) closed instead of run, which would raise in
+ * every call.
  */
 static Portal
 LiveScanPortal(DueScan *scan)
 {
 	if (scan->portal == NULL)
 		return NULL;
-	if (GetPortalByName(scan->portal_name) != scan->portal || !scan->portal->portalPinned)
+	if (GetPortalByName(scan->portal_name) != scan->portal)
 		scan->portal = NULL;
-	else if (scan->portal->status != PORTAL_READY)
+	else if (!scan->portal->portalPinned || scan->portal->status != PORTAL_READY)
 	{
-		UnpinPortal(scan->portal);
+		if (scan->portal->portalPinned)
+			UnpinPortal(scan->portal);
 		SPI_cursor_close(scan->portal);
 		scan->portal = NULL;
 	}
