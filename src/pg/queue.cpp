@@ -249,16 +249,19 @@ DueScanSkipSource(DueScan *scan, const char *source_name)
 static Portal
 OpenScanPortal(DueScan *scan, SPIPlanPtr plan, Datum *args, const char *nulls)
 {
-	unsigned char random[16];
+	static const char prefix[] = "webhook_idem walk ";
+	char		random[16];
 	Portal		portal;
 
+	static_assert(sizeof(prefix) + 2 * sizeof(random) <= sizeof(scan->portal_name),
+				  "the walk's name fits a portal name");
 	if (!pg_strong_random(random, sizeof(random)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random name for the walk over due events")));
-	strlcpy(scan->portal_name, "webhook_idem walk ", sizeof(scan->portal_name));
-	for (size_t i = 0; i < sizeof(random); i++)
-		snprintf(scan->portal_name + strlen(scan->portal_name), 3, "%02x", random[i]);
+	memcpy(scan->portal_name, prefix, sizeof(prefix) - 1);
+	hex_encode(random, sizeof(random), scan->portal_name + sizeof(prefix) - 1);
+	scan->portal_name[sizeof(prefix) - 1 + 2 * sizeof(random)] = '\0';
 	portal = SPI_cursor_open(scan->portal_name, plan, args, nulls, false);
 	if (portal == NULL)
 		elog(ERROR, "finding due events failed: %s", SPI_result_code_string(SPI_result));
