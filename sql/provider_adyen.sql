@@ -128,5 +128,21 @@ SELECT status, http_status, detail, reply, reply_type
          pg_temp.item('5516', 'REFUND', key => '00' || substr(:'key', 3))), '{}');
 SELECT event_id, n FROM prov_adyen.received ORDER BY event_id;
 SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'prov_adyen' ORDER BY event_id;
+-- A 'sha256' source: an item's id (and body_sha256) is the digest of what
+-- its signature covers, the signing string, not of the whole item. The same
+-- item replayed with its unsigned fields changed (eventDate, reason) was a
+-- new event, applied again; it is a duplicate.
+SELECT source FROM webhook_idem.register_source('prov_adyen_sha', 'adyen', ARRAY[:'key'],
+                                                handler => 'prov_adyen.record(jsonb)', event_id_from => 'sha256');
+SELECT n, o.status, o.result->0->>'status' AS item, o.result->0->>'event_id' = encode(sha256(convert_to(
+         '4415:originalReference:merchantAccount:reference:1000:EUR:AUTHORISATION:true', 'UTF8')), 'hex') AS id_is_signed_digest
+  FROM (VALUES (1, pg_temp.item('4415', 'AUTHORISATION')),
+               (2, jsonb_set(jsonb_set(pg_temp.item('4415', 'AUTHORISATION'),
+                     '{NotificationRequestItem,eventDate}', '"2030-01-01T00:00:00.000Z"'),
+                     '{NotificationRequestItem,reason}', '"replayed"'))) AS t(n, item),
+       webhook_idem.apply_event('prov_adyen_sha', pg_temp.batch(t.item), '{}') o
+ ORDER BY n;
+SELECT count(*) AS events FROM webhook_idem.events WHERE source = 'prov_adyen_sha';
+SELECT webhook_idem.drop_source('prov_adyen_sha', force => true) AS dropped;
 SELECT webhook_idem.drop_source('prov_adyen', force => true) AS dropped;
 DROP SCHEMA prov_adyen CASCADE;

@@ -326,6 +326,9 @@ typedef struct Admitted
 	 * ('sha256' id, body_sha256) in place of the body's. */
 	bool		signed_sha256_set;
 	unsigned char signed_sha256[wi::kSha256Size];
+	/* The same for each batch item (kSha256Size bytes an item, in
+	 * BatchItems' order), when its scheme signs items' fields; else NULL. */
+	unsigned char *item_sha256;
 } Admitted;
 
 /* Verifies and parses a request; returns false with *o set when it is
@@ -379,6 +382,8 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	in->signed_sha256_set = false;
 	args.signed_sha256 = in->signed_sha256;
 	args.signed_sha256_set = &in->signed_sha256_set;
+	in->item_sha256 = NULL;
+	args.item_sha256 = &in->item_sha256;
 
 	/* A check the sender does not sign (Meta's GET) proves itself. */
 	if (AnswerHandshake(&args, false, &reply, &reply_type))
@@ -731,7 +736,8 @@ typedef struct BatchItem
 {
 	int			index;			/* its place in the body */
 	Jsonb	   *payload;
-	char	   *text;			/* its JSON text: what is digested */
+	char	   *text;			/* its JSON text: what is digested, unless digest */
+	const unsigned char *digest;	/* what its signature covers, digested, or NULL */
 	char	   *event_id;		/* NULL: refused (outcome set) */
 	uint64		lock_key;
 	WiOrderKey	order;			/* ordered sources: order.entity set */
@@ -888,8 +894,9 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 		item->index = i;
 		item->payload = payloads[i];
 		item->text = JsonbToCString(NULL, &payloads[i]->root, VARSIZE(payloads[i]));
+		item->digest = in->item_sha256 != NULL ? in->item_sha256 + wi::kSha256Size * i : NULL;
 		item->event_id = IdentifyEvent(src, in, item->payload, item->text,
-									   (int) strlen(item->text), NULL, NULL, &item->outcome);
+									   (int) strlen(item->text), item->digest, NULL, &item->outcome);
 		if (item->event_id != NULL)
 			CheckCore(wi::api::ComputeLockKey(src->name, item->event_id, &item->lock_key, &st), st);
 		if (item->event_id != NULL && src->ordering != NULL)
@@ -920,7 +927,7 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 		BatchItem  *item = &items[i];
 
 		if (item->event_id != NULL)
-			item->outcome = Deliver(src, item->text, (int) strlen(item->text), NULL, item->payload,
+			item->outcome = Deliver(src, item->text, (int) strlen(item->text), item->digest, item->payload,
 									item->event_id, item->order.entity ? &item->order : NULL);
 		CountOutcome(src->name, item->outcome.status);
 	}

@@ -228,12 +228,20 @@ VerifyDelivery(const WiVerifyArgs *a)
 	{
 		int			n;
 		Jsonb	  **items = BatchItems(a->payload, a->items_path, &n);
+		unsigned char *digests = NULL;
+		bool		all_digested = true;
 
 		if (n == 0)
 			return wi::Verdict::kMissingSignature;
+		if (a->item_sha256 != NULL)
+		{
+			*a->item_sha256 = NULL;
+			digests = (unsigned char *) palloc(wi::kSha256Size * (size_t) n);
+		}
 		for (int i = 0; i < n; i++)
 		{
 			bool		ambiguous;
+			bool		digested = false;
 
 			/* The fields are what the item's signature covers, as text:
 			 * one that is no text, or that a lax path (a handler's) would
@@ -243,10 +251,15 @@ VerifyDelivery(const WiVerifyArgs *a)
 			if (ambiguous)
 				return wi::Verdict::kMalformedSignature;
 			req.n_fields = scheme->n_item_fields;
+			req.signed_sha256 = digests != NULL ? digests + wi::kSha256Size * i : nullptr;
+			req.signed_sha256_set = &digested;
 			CheckCore(wi::api::VerifyItem(scheme, req, &verdict, &st), st);
 			if (verdict != wi::Verdict::kValid)
 				return verdict;
+			all_digested = all_digested && digested;
 		}
+		if (digests != NULL && all_digested)
+			*a->item_sha256 = digests;
 	}
 	return verdict;
 }

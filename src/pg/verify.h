@@ -43,6 +43,10 @@ typedef struct WiVerifyArgs
 	 * NULL. */
 	unsigned char *signed_sha256;
 	bool	   *signed_sha256_set;
+	/* Where VerifyDelivery puts the SHA-256 of what each batch item's
+	 * signature covers (kSha256Size bytes an item, in BatchItems' order),
+	 * or NULL there when the scheme gives none; NULL: not wanted. */
+	unsigned char **item_sha256;
 	JsonPath   *items_path;		/* where verify_item's items are */
 	/* The scheme's body values in payload, extracted once a request for
 	 * verify() and the handshake both (BodyFields, verify.cpp). */

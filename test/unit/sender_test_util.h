@@ -36,6 +36,9 @@ struct SenderResult {
   std::vector<std::pair<std::string, std::string>> members;
   std::vector<bool> raw;
   std::string status; /* SQLSTATE and message when !ok */
+  /* The SHA-256 of what the signature covered, when the scheme gave it
+   * (VerifyRequest::signed_sha256); empty otherwise. */
+  std::string signed_sha256;
 
   /* The reply's members as "key=value;..." (text replies: the text). */
   std::string ReplyText() const {
@@ -80,6 +83,10 @@ inline SenderResult RunCall(const char *name, const SenderDelivery &d, Call call
   req.fields = fields.data();
   req.n_fields = fields.size();
   req.verify_token = d.verify_token;
+  unsigned char signed_sha256[wi::kSha256Size] = {};
+  bool signed_set = false;
+  req.signed_sha256 = signed_sha256;
+  req.signed_sha256_set = &signed_set;
   wi::Status st;
   switch (call) {
     case Call::kVerify:
@@ -122,6 +129,9 @@ inline SenderResult RunCall(const char *name, const SenderDelivery &d, Call call
       break;
   }
   if (!r.ok) r.status = std::string(st.sqlstate) + ":" + st.message;
+  if (signed_set)
+    r.signed_sha256.assign(reinterpret_cast<char *>(signed_sha256),
+                           sizeof(signed_sha256));
   return r;
 }
 

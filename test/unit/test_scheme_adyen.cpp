@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "core/crypto.h"
 #include "core/schemes/adyen.h"
 #include "sender_test_util.h"
 
@@ -169,4 +170,27 @@ TEST(SchemeAdyen, SecretsMustBeHex) {
     EXPECT_FALSE(wi::api::CheckSecret(s, bad, &st)) << bad;
     EXPECT_STREQ(st.sqlstate, "22023");
   }
+}
+
+// A verified item's identity is what its signature covers: the scheme gives
+// the SHA-256 of the signing string (src/pg makes it the item's 'sha256' id
+// and body_sha256), so that its unsigned fields are no part of it; an item
+// that does not verify gives none.
+TEST(SchemeAdyen, SignedDigestIsTheSigningString) {
+  wi_test::SenderResult r =
+      wi_test::RunCall("adyen", SpecItem(), wi_test::Call::kVerifyItem);
+  ASSERT_TRUE(r.ok) << r.status;
+  EXPECT_EQ(r.verdict, Verdict::kValid);
+  unsigned char expected[wi::kSha256Size];
+  wi::Sha256(
+      "pspReference:originalReference:merchantAccount:reference:1000:EUR:"
+      "CAPTURE:true",
+      expected);
+  EXPECT_EQ(r.signed_sha256,
+            std::string(reinterpret_cast<char *>(expected), sizeof(expected)));
+  r = wi_test::RunCall("adyen", SpecItem("notValidSign"),
+                       wi_test::Call::kVerifyItem);
+  ASSERT_TRUE(r.ok) << r.status;
+  EXPECT_EQ(r.verdict, Verdict::kSignatureMismatch);
+  EXPECT_TRUE(r.signed_sha256.empty());
 }

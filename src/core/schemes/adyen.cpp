@@ -98,7 +98,14 @@ Verdict VerifyAdyenItem(const VerifyRequest &req) {
     if (sig->size() != Base64Encode(expected).size()) continue;
     found = ConstantTimeEqual(expected, given);
   }
-  return found ? Verdict::kValid : Verdict::kSignatureMismatch;
+  if (!found) return Verdict::kSignatureMismatch;
+  /* The item's identity is what its signature covers: not its unsigned
+   * fields (eventDate, reason, additionalData), which a replay may change. */
+  if (req.signed_sha256 != nullptr) {
+    Sha256(data, req.signed_sha256);
+    if (req.signed_sha256_set != nullptr) *req.signed_sha256_set = true;
+  }
+  return Verdict::kValid;
 }
 
 const char *CheckAdyenSecret(std::string_view secret) {
