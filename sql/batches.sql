@@ -46,6 +46,24 @@ SELECT sum(n) AS applications FROM bt.effects;
 SELECT status, http_status, result FROM pg_temp.send('{"events": [{"id": "e"}, {"id": "e"}]}');
 SELECT n FROM bt.effects WHERE event_id = 'e';
 
+-- A failing item repeated within one batch is attempted once: its copies
+-- answer the failure the first met, without running its handler again (the
+-- copies of a captured item, sent in one request, used up its max_attempts:
+-- failed, failed, dead, and the sender's real retry was answered dead).
+SELECT source FROM webhook_idem.register_source('bt_rep', 'none', handler => 'bt.on_item(jsonb)',
+       items_from => '$.events[*]', event_id_from => '$.id', max_attempts => 3);
+INSERT INTO bt.refused VALUES ('r');
+SELECT status, http_status, jsonb_path_query_array(result, '$[*].status') AS items,
+       jsonb_path_query_array(result, '$[*].attempts') AS attempts
+  FROM pg_temp.send('{"events": [{"id": "r"}, {"id": "r"}, {"id": "r"}, {"id": "r2"}, {"id": "r"}]}', 'bt_rep');
+SELECT event_id, status, attempts FROM webhook_idem.events WHERE source = 'bt_rep' ORDER BY event_id;
+DELETE FROM bt.refused;
+-- The sender's retry runs it again, once, and applies it.
+SELECT status, http_status, jsonb_path_query_array(result, '$[*].status') AS items
+  FROM pg_temp.send('{"events": [{"id": "r"}, {"id": "r"}]}', 'bt_rep');
+SELECT event_id, n FROM bt.effects WHERE event_id IN ('r', 'r2') ORDER BY 1;
+SELECT webhook_idem.drop_source('bt_rep', true);
+
 -- A failing item: only its effects are undone; the request answers 500
 -- (the worst item), so the sender retries the batch.
 INSERT INTO bt.refused VALUES ('g');

@@ -734,10 +734,12 @@ Severity(const Outcome *o)
 /* One item of a batch, with the key its claim lock is taken under. */
 typedef struct BatchItem
 {
+	int			position;		/* its place in the order they are delivered */
 	int			index;			/* its place in the body */
 	Jsonb	   *payload;
 	char	   *text;			/* its JSON text: what is digested, unless digest */
 	const unsigned char *digest;	/* what its signature covers, digested, or NULL */
+	const struct BatchItem *repeats;	/* the item of its event id delivered first */
 	char	   *event_id;		/* NULL: refused (outcome set) */
 	uint64		lock_key;
 	WiOrderKey	order;			/* ordered sources: order.entity set */
@@ -822,6 +824,44 @@ LockOrderedBatch(WiSource *src, BatchItem *items, int n)
 	for (int i = 0; i < m; i++)
 		(void) LockEntity(src->name, byentity[i]->order.entity, !src->conflict);
 	pfree(byentity);
+}
+
+/* Orders items by event id, then by the order they are delivered in. */
+static int
+CompareItemIds(const void *a, const void *b)
+{
+	const BatchItem *x = *(const BatchItem *const *) a;
+	const BatchItem *y = *(const BatchItem *const *) b;
+	int			c = strcmp(x->event_id, y->event_id);
+
+	return c != 0 ? c : x->position - y->position;
+}
+
+/*
+ * Marks each item whose event id an item delivered before it carries
+ * (repeats), items being in the order they are delivered: a body may hold
+ * one event several times (a sender's duplicate, or a captured item sent
+ * again), and its copies need not be next to each other (an ordered
+ * source's entity and version may come from unsigned fields).
+ */
+static void
+MarkRepeatedItems(BatchItem *items, int n)
+{
+	BatchItem **by_id = (BatchItem **) palloc(sizeof(BatchItem *) * n);
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		items[i].position = i;
+		items[i].repeats = NULL;
+		if (items[i].event_id != NULL)
+			by_id[m++] = &items[i];
+	}
+	qsort(by_id, m, sizeof(BatchItem *), CompareItemIds);
+	for (int k = 1; k < m; k++)
+		if (strcmp(by_id[k]->event_id, by_id[k - 1]->event_id) == 0)
+			by_id[k]->repeats = by_id[k - 1]->repeats ? by_id[k - 1]->repeats : by_id[k - 1];
+	pfree(by_id);
 }
 
 static int
@@ -922,11 +962,20 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 			LockOrderedBatch(src, items, n);
 		qsort(items, n, sizeof(BatchItem), CompareItemVersions);
 	}
+	MarkRepeatedItems(items, n);
 	for (int i = 0; i < n; i++)
 	{
 		BatchItem  *item = &items[i];
 
-		if (item->event_id != NULL)
+		/* An event is attempted once a request: a copy of one whose
+		 * handler failed in this batch answers that failure (delivered,
+		 * it would run the handler again, each copy spending one of
+		 * max_attempts). Any other copy is delivered again, which answers
+		 * it as a redelivery (duplicate, queued, dead, payload_mismatch)
+		 * without running anything. */
+		if (item->repeats != NULL && strcmp(item->repeats->outcome.status, "failed") == 0)
+			item->outcome = item->repeats->outcome;
+		else if (item->event_id != NULL)
 			item->outcome = Deliver(src, item->text, (int) strlen(item->text), item->digest, item->payload,
 									item->event_id, item->order.entity ? &item->order : NULL);
 		CountOutcome(src->name, item->outcome.status);
