@@ -35,6 +35,13 @@ $$;
 CREATE FUNCTION pg_temp.batch(VARIADIC items jsonb[]) RETURNS bytea LANGUAGE sql AS $$
   SELECT convert_to(jsonb_build_object('live', 'false', 'notificationItems', to_jsonb(items))::text, 'UTF8')
 $$;
+-- The verdict on a batch of one item signed as signing says, with one of
+-- its fields (path) then set to value.
+CREATE FUNCTION pg_temp.reshaped(psp text, event_code text, signing text, path text[], value jsonb)
+  RETURNS text LANGUAGE sql AS $$
+  SELECT webhook_idem.verify_signature('adyen', ARRAY['DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00'],
+           pg_temp.batch(jsonb_set(pg_temp.item(psp, event_code, sig => pg_temp.sign(signing)), path, value)), '{}')
+$$;
 -- The helper reproduces the library's vector.
 SELECT pg_temp.item('pspReference', 'CAPTURE')#>>'{NotificationRequestItem,additionalData,hmacSignature}'
        = 'xhpHvYq2u2Np0rstbZ6QjLGu7JWhvf7Iwaa6EviJSX0=' AS sign_helper_matches;
@@ -57,33 +64,23 @@ SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
          pg_temp.batch(pg_temp.item('p1', 'AUTHORISATION', sig =>
            pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true'))
            #- '{NotificationRequestItem,originalReference}'), '{}') AS absent_original_reference,
-       webhook_idem.verify_signature('adyen', ARRAY[:'key'],
-         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
-           '{NotificationRequestItem,originalReference}', 'null')), '{}') AS null_original_reference;
+       pg_temp.reshaped('p1', 'AUTHORISATION', 'p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true',
+                          '{NotificationRequestItem,originalReference}', 'null') AS null_original_reference;
 -- A signed field that holds no text: an object or an array where the
 -- signature has "" (as a sender signs an absent originalReference), and an
 -- amount that is an array, which the strict reading does not see but a
 -- handler's lax path ($.NotificationRequestItem.amount.value) does. Each was
 -- signed as "" and applied, its unsigned value handed to the handler: now
 -- malformed_signature.
-SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
-         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
-           '{NotificationRequestItem,originalReference}', '{"pspReference": "VICTIM"}')), '{}') AS object_original_reference,
-       webhook_idem.verify_signature('adyen', ARRAY[:'key'],
-         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'AUTHORISATION', sig =>
-           pg_temp.sign('p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true')),
-           '{NotificationRequestItem,originalReference}', '["VICTIM"]')), '{}') AS array_original_reference,
-       webhook_idem.verify_signature('adyen', ARRAY[:'key'],
-         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
-           pg_temp.sign('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true')),
-           '{NotificationRequestItem,amount}', '[{"value": 99999999, "currency": "EUR"}]')), '{}') AS amount_array;
+SELECT pg_temp.reshaped('p1', 'AUTHORISATION', 'p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true',
+                          '{NotificationRequestItem,originalReference}', '{"pspReference": "VICTIM"}') AS object_original_reference,
+       pg_temp.reshaped('p1', 'AUTHORISATION', 'p1::merchantAccount:reference:1000:EUR:AUTHORISATION:true',
+                          '{NotificationRequestItem,originalReference}', '["VICTIM"]') AS array_original_reference,
+       pg_temp.reshaped('p1', 'REPORT_AVAILABLE', 'p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true',
+                          '{NotificationRequestItem,amount}', '[{"value": 99999999, "currency": "EUR"}]') AS amount_array;
 -- The same item with its amount an object, as signed: valid.
-SELECT webhook_idem.verify_signature('adyen', ARRAY[:'key'],
-         pg_temp.batch(jsonb_set(pg_temp.item('p1', 'REPORT_AVAILABLE', sig =>
-           pg_temp.sign('p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true')),
-           '{NotificationRequestItem,amount}', '{}')), '{}') AS amount_empty_object;
+SELECT pg_temp.reshaped('p1', 'REPORT_AVAILABLE', 'p1:originalReference:merchantAccount:reference:::REPORT_AVAILABLE:true',
+                          '{NotificationRequestItem,amount}', '{}') AS amount_empty_object;
 -- Keys are hex.
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('prov_adyen_bad', 'adyen', ARRAY['not hex'])$$) AS non_hex_key;
 

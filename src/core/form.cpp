@@ -128,8 +128,12 @@ bool ParseForm(std::string_view body, Form *out) {
   return true;
 }
 
+size_t Utf8BomLength(std::string_view body) noexcept {
+  return body.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+}
+
 bool LooksLikeJson(std::string_view body) noexcept {
-  size_t i = body.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  size_t i = Utf8BomLength(body);
   while (i < body.size() && (body[i] == ' ' || body[i] == '\t' ||
                              body[i] == '\n' || body[i] == '\r'))
     i++;

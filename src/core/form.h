@@ -37,6 +37,9 @@ struct Form {
  * them. Throws only std::bad_alloc. */
 bool ParseForm(std::string_view body, Form *out);
 
+/* The length of the UTF-8 byte order mark body starts with: 3, or 0. */
+size_t Utf8BomLength(std::string_view body) noexcept;
+
 /* True if body starts as a JSON object or array does (after a UTF-8 BOM and
  * JSON white space): then it is read as JSON, never as a form, whatever a
  * header says and whether it is signed as one or the other. A form cannot

@@ -321,14 +321,12 @@ typedef struct Admitted
 	Jsonb	   *payload;		/* the body as JSON (or form data) */
 	bool		form;			/* read as form data */
 	WiHeaders	headers;
-	/* What the signature covered, when the scheme signs a reading of the
-	 * body rather than its bytes: its SHA-256, the delivery's digest
-	 * ('sha256' id, body_sha256) in place of the body's. */
-	bool		signed_sha256_set;
-	unsigned char signed_sha256[wi::kSha256Size];
-	/* The same for each batch item (kSha256Size bytes an item, in
-	 * BatchItems' order), when its scheme signs items' fields; else NULL. */
-	unsigned char *item_sha256;
+	/* When the scheme signs a reading of the body rather than its bytes:
+	 * the SHA-256 of what the signature covers for each event (the body's
+	 * one, or each batch item's, in BatchItems' order), the events' digests
+	 * ('sha256' ids, body_sha256) in place of their bytes'; else NULL
+	 * (WiVerifyArgs::signed_digests). */
+	unsigned char *signed_digests;
 } Admitted;
 
 /* Verifies and parses a request; returns false with *o set when it is
@@ -379,11 +377,8 @@ Admit(WiSource *src, FunctionCallInfo fcinfo, Admitted *in, Outcome *o)
 	args.tolerance_usec = src->tolerance_usec;
 	args.items_path = src->items_path;
 	args.body_is_form = in->form;
-	in->signed_sha256_set = false;
-	args.signed_sha256 = in->signed_sha256;
-	args.signed_sha256_set = &in->signed_sha256_set;
-	in->item_sha256 = NULL;
-	args.item_sha256 = &in->item_sha256;
+	in->signed_digests = NULL;
+	args.signed_digests = &in->signed_digests;
 
 	/* A check the sender does not sign (Meta's GET) proves itself. */
 	if (AnswerHandshake(&args, false, &reply, &reply_type))
@@ -734,7 +729,6 @@ Severity(const Outcome *o)
 /* One item of a batch, with the key its claim lock is taken under. */
 typedef struct BatchItem
 {
-	int			position;		/* its place in the order they are delivered */
 	int			index;			/* its place in the body */
 	Jsonb	   *payload;
 	char	   *text;			/* its JSON text: what is digested, unless digest */
@@ -826,7 +820,8 @@ LockOrderedBatch(WiSource *src, BatchItem *items, int n)
 	pfree(byentity);
 }
 
-/* Orders items by event id, then by the order they are delivered in. */
+/* Orders pointers to items of one array by event id, then by their place
+ * in the array (the order they are delivered in). */
 static int
 CompareItemIds(const void *a, const void *b)
 {
@@ -834,7 +829,7 @@ CompareItemIds(const void *a, const void *b)
 	const BatchItem *y = *(const BatchItem *const *) b;
 	int			c = strcmp(x->event_id, y->event_id);
 
-	return c != 0 ? c : x->position - y->position;
+	return c != 0 ? c : (x > y) - (x < y);
 }
 
 /*
@@ -852,7 +847,6 @@ MarkRepeatedItems(BatchItem *items, int n)
 
 	for (int i = 0; i < n; i++)
 	{
-		items[i].position = i;
 		items[i].repeats = NULL;
 		if (items[i].event_id != NULL)
 			by_id[m++] = &items[i];
@@ -934,7 +928,7 @@ DeliverBatch(WiSource *src, const Admitted *in, bool given_id)
 		item->index = i;
 		item->payload = payloads[i];
 		item->text = JsonbToCString(NULL, &payloads[i]->root, VARSIZE(payloads[i]));
-		item->digest = in->item_sha256 != NULL ? in->item_sha256 + wi::kSha256Size * i : NULL;
+		item->digest = in->signed_digests != NULL ? in->signed_digests + wi::kSha256Size * i : NULL;
 		item->event_id = IdentifyEvent(src, in, item->payload, item->text,
 									   (int) strlen(item->text), item->digest, NULL, &item->outcome);
 		if (item->event_id != NULL)
@@ -1072,7 +1066,7 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 			}
 			else
 			{
-				const unsigned char *digest = in.signed_sha256_set ? in.signed_sha256 : NULL;
+				const unsigned char *digest = in.signed_digests;
 				const char *event_id = IdentifyEvent(src, &in, in.payload, in.data, in.len,
 													 digest, given, &o);
 				WiOrderKey	order;

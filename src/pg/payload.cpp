@@ -9,13 +9,6 @@
 
 #include "utils/fmgrprotos.h"
 
-/* The length of the UTF-8 byte order mark data starts with: 3, or 0. */
-static int
-BomLength(const char *data, int len)
-{
-	return len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-}
-
 /* ParseJsonBody's parse, in its subtransaction. */
 typedef struct JsonParse
 {
@@ -40,7 +33,7 @@ ParseJsonBody(const char *body, int len, const char **detail)
 {
 	/* A byte order mark before the text is ignored, as RFC 8259 lets a
 	 * parser do (jsonb_in refuses it as a token it cannot see). */
-	int			bom = BomLength(body, len);
+	int			bom = (int) wi::Utf8BomLength(std::string_view(body, len));
 	JsonParse	parse = {body + bom, len - bom, NULL};
 	ErrorData  *edata;
 
@@ -71,12 +64,6 @@ ParseJsonBody(const char *body, int len, const char **detail)
 }
 
 bool
-LooksLikeJson(const char *data, int len)
-{
-	return wi::LooksLikeJson(std::string_view(data, len));
-}
-
-bool
 IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url, const char *body, int len)
 {
 	static const char form_type[] = "application/x-www-form-urlencoded";
@@ -85,7 +72,7 @@ IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url, const 
 
 	/* A form cannot start so (its encoding escapes both brackets): what
 	 * the signature covers decides, not a header it does not cover. */
-	if (LooksLikeJson(body, len))
+	if (wi::LooksLikeJson(std::string_view(body, len)))
 		return false;
 	if (LookupHeader(headers, "Content-Type", 12, &value, &n))
 	{

@@ -192,8 +192,6 @@ CoreRequest(const WiVerifyArgs *a)
 	req.method = a->method;
 	req.verify_token = a->verify_token;
 	req.body_is_form = a->body_is_form;
-	req.signed_sha256 = a->signed_sha256;
-	req.signed_sha256_set = a->signed_sha256_set;
 	return req;
 }
 
@@ -217,27 +215,37 @@ VerifyDelivery(const WiVerifyArgs *a)
 	wi::Verdict verdict = wi::Verdict::kMalformedSignature;
 	wi::Status	st;
 	const wi::Scheme *scheme = a->scheme;
+	/* Each event's signed digest (signed_digests), published only if every
+	 * event has one: the request's, when it is one event. */
+	unsigned char *digests = NULL;
+	bool		all_digested = false;
 
+	if (a->signed_digests != NULL)
+	{
+		*a->signed_digests = NULL;
+		if (a->items_path == NULL)
+			digests = (unsigned char *) palloc(wi::kSha256Size);
+	}
 	req.fields = BodyFields(a);
 	req.n_fields = req.fields != NULL ? scheme->n_body_fields : 0;
+	req.signed_sha256 = digests;
+	req.signed_sha256_set = &all_digested;
 	CheckCore(wi::api::Verify(scheme, req, &verdict, &st), st);
-	if (verdict != wi::Verdict::kValid || scheme->verify_item == nullptr)
+	if (verdict != wi::Verdict::kValid)
 		return verdict;
 
-	/* The items carry the signatures: every one must verify. */
+	/* The items carry the signatures: every one must verify, and each
+	 * item's digest is its own. */
+	if (scheme->verify_item != nullptr)
 	{
 		int			n;
 		Jsonb	  **items = BatchItems(a->payload, a->items_path, &n);
-		unsigned char *digests = NULL;
-		bool		all_digested = true;
 
 		if (n == 0)
 			return wi::Verdict::kMissingSignature;
-		if (a->item_sha256 != NULL)
-		{
-			*a->item_sha256 = NULL;
-			digests = (unsigned char *) palloc(wi::kSha256Size * (size_t) n);
-		}
+		digests = a->signed_digests != NULL
+			? (unsigned char *) palloc(wi::kSha256Size * (size_t) n) : NULL;
+		all_digested = true;
 		for (int i = 0; i < n; i++)
 		{
 			bool		ambiguous;
@@ -258,9 +266,9 @@ VerifyDelivery(const WiVerifyArgs *a)
 				return verdict;
 			all_digested = all_digested && digested;
 		}
-		if (digests != NULL && all_digested)
-			*a->item_sha256 = digests;
 	}
+	if (digests != NULL && all_digested)
+		*a->signed_digests = digests;
 	return verdict;
 }
 

@@ -38,15 +38,13 @@ typedef struct WiVerifyArgs
 	int64		tolerance_usec;
 	Jsonb	   *payload;		/* the body as JSON, or NULL (not JSON) */
 	bool		body_is_form;	/* the handler gets it read as a form (IsFormBody) */
-	/* Where a scheme that signs a reading rather than the bytes puts the
-	 * SHA-256 of the text it signed (VerifyRequest::signed_sha256), or
-	 * NULL. */
-	unsigned char *signed_sha256;
-	bool	   *signed_sha256_set;
-	/* Where VerifyDelivery puts the SHA-256 of what each batch item's
-	 * signature covers (kSha256Size bytes an item, in BatchItems' order),
-	 * or NULL there when the scheme gives none; NULL: not wanted. */
-	unsigned char **item_sha256;
+	/* Where VerifyDelivery puts, for a scheme that signs a reading of the
+	 * request rather than its bytes (VerifyRequest::signed_sha256), the
+	 * SHA-256 of what the signature covers for each event: the request's
+	 * (items_path NULL), or each item's, kSha256Size bytes an item in
+	 * BatchItems' order. NULL there when the scheme gives none; NULL: not
+	 * wanted. */
+	unsigned char **signed_digests;
 	JsonPath   *items_path;		/* where verify_item's items are */
 	/* The scheme's body values in payload, extracted once a request for
 	 * verify() and the handshake both (BodyFields, verify.cpp). */

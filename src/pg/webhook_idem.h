@@ -215,10 +215,6 @@ Jsonb	   *ParseFormBody(const char *body, int len, const char **detail);
 bool		IsFormBody(const wi::Scheme *scheme, const WiHeaders *headers, text *url,
 					   const char *body, int len);
 
-/* True if a body starts, after white space, as a JSON object or array
- * does. */
-bool		LooksLikeJson(const char *data, int len);
-
 /* The values of the JSON paths in payload (NULL: none found), as a
  * scheme's VerifyRequest::fields: a string unescaped, a number, true,
  * false or null as written, nullopt for anything else. Paths are compiled

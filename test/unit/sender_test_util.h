@@ -83,6 +83,7 @@ inline SenderResult RunCall(const char *name, const SenderDelivery &d, Call call
   req.fields = fields.data();
   req.n_fields = fields.size();
   req.verify_token = d.verify_token;
+  req.body_is_form = d.body_is_form;
   unsigned char signed_sha256[wi::kSha256Size] = {};
   bool signed_set = false;
   req.signed_sha256 = signed_sha256;
