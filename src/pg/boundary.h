@@ -12,6 +12,21 @@
 
 #include "core/api.h"
 
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+/*
+ * The core's types that src/pg keeps on its stack across calls that may
+ * raise (CheckCore itself, palloc, SPI): a longjmp skips their destructors,
+ * so they must have none. A member with one (a std::string in a request,
+ * say) fails here, at compile time, not as a leak under an error.
+ */
+static_assert(std::is_trivially_destructible_v<wi::Status>);
+static_assert(std::is_trivially_destructible_v<wi::VerifyRequest>);
+static_assert(std::is_trivially_destructible_v<wi::HandshakeReply>);
+static_assert(std::is_trivially_destructible_v<std::optional<std::string_view>>);
+
 /* Raises st (which must not be ok) as an ERROR with its SQLSTATE. */
 [[noreturn]] void ReportCoreFailure(const wi::Status &st);
 
