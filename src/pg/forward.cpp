@@ -219,54 +219,91 @@ EventIdUnsendable(const char *event_id)
 	return NULL;
 }
 
+static const char *const pg_net_revoke_hint =
+	"REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response "
+	"FROM PUBLIC (pg_net grants them to PUBLIC), and from any other role that has them.";
+
 /*
- * Who, other than superusers and the table's owner, may write one of the
- * pg_net tables the relay trusts (net.http_request_queue, whose rows leave
- * it once sent, and net._http_response, whose rows say how the downstream
- * answered), with the table's name: "PUBLIC may write net._http_response";
- * NULL if no one may. pg_net grants ALL on them to PUBLIC: any role could
- * then mark a forward delivered that was never sent, and a trigger of its
- * own on them would run as the relay's role.
+ * Why the relay cannot trust pg_net's tables (net.http_request_queue,
+ * whose rows leave it once sent, and net._http_response, whose rows say
+ * how the downstream answered), as a message, with *hint; NULL if it can.
+ * Untrusted: a role other than superusers and the table's owner may write
+ * one ("PUBLIC may write net._http_response"), on the table or on one of
+ * its columns (inserting id and status_code alone forges an answer), or
+ * may create triggers on it; or a trigger on it runs a function such a
+ * role owns. pg_net grants ALL on them to PUBLIC: any role could mark a
+ * forward delivered that was never sent, and a trigger planted before the
+ * grants were taken back stays, and would run as the relay's superuser
+ * when it calls pg_net.
  */
 static const char *
-PgNetTablesOpen(void)
+PgNetTablesFault(const char **hint)
 {
 	static const char *const tables[] = {"http_request_queue", "_http_response"};
 	const AclMode writes = ACL_INSERT | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE | ACL_TRIGGER;
 	Oid			nsp = get_namespace_oid("net", true);
 
+	*hint = pg_net_revoke_hint;
 	if (!OidIsValid(nsp))
 		return NULL;
 	for (const char *table : tables)
 	{
 		Oid			relid = get_relname_relid(table, nsp);
 		HeapTuple	tup;
+		Form_pg_class cls;
 		Oid			owner;
 		Oid			writer = InvalidOid;
 		bool		open;
+		bool		has_triggers;
+		int			natts;
 		bool		isnull;
 		Datum		acl_datum;
+		char	   *name = psprintf("net.%s", table);
+		char	   *trigger_hint;
+		char	   *fault;
 
 		if (!OidIsValid(relid) || !HeapTupleIsValid(tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid))))
 			continue;
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		cls = (Form_pg_class) GETSTRUCT(tup);
+		owner = cls->relowner;
+		has_triggers = cls->relhastriggers;
+		natts = cls->relnatts;
 		acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
 		open = AclGrantsOthers(acl_datum, isnull, owner, writes, &writer);
 		ReleaseSysCache(tup);
 		if (open)
-			return psprintf("%s may write net.%s", GranteeDescription(writer), table);
+			return psprintf("%s may write %s", GranteeDescription(writer), name);
+		/* A column's grants are its own (pg_attribute.attacl). */
+		for (AttrNumber att = 1; att <= natts; att++)
+		{
+			Form_pg_attribute attr;
+			char	   *column = NULL;
+
+			tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(att));
+			if (!HeapTupleIsValid(tup))
+				continue;
+			attr = (Form_pg_attribute) GETSTRUCT(tup);
+			acl_datum = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attacl, &isnull);
+			if (!attr->attisdropped &&
+				AclGrantsOthers(acl_datum, isnull, owner, ACL_INSERT | ACL_UPDATE, &writer))
+				column = pstrdup(NameStr(attr->attname));
+			ReleaseSysCache(tup);
+			if (column != NULL)
+				return psprintf("%s may write column %s of %s", GranteeDescription(writer),
+								quote_identifier(column), name);
+		}
+		if (has_triggers && (fault = TriggerFault(relid, name, &trigger_hint)) != NULL)
+		{
+			*hint = trigger_hint;
+			return fault;
+		}
 	}
 	return NULL;
 }
 
-static const char *const pg_net_revoke_hint =
-	"REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response "
-	"FROM PUBLIC (pg_net grants them to PUBLIC), and from any other role that has them.";
-
 /* Why forward_to and forward_secret cannot forward, or NULL if they can
  * (or are both NULL: no forwarding). With check_pg_net, pg_net must be
- * installed in this database, its tables closed to writers
- * (PgNetTablesOpen). *code receives the SQLSTATE. */
+ * installed in this database, its tables trusted (PgNetTablesFault). *code receives the SQLSTATE. */
 static const char *
 ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int *code,
 					 const char **hint)
@@ -305,13 +342,12 @@ ForwardConfigProblem(const char *url, const char *secret, bool check_pg_net, int
 	}
 	if (check_pg_net)
 	{
-		const char *open = PgNetTablesOpen();
+		const char *fault = PgNetTablesFault(hint);
 
-		if (open != NULL)
+		if (fault != NULL)
 		{
 			*code = ERRCODE_INSUFFICIENT_PRIVILEGE;
-			*hint = pg_net_revoke_hint;
-			return psprintf("forward_to cannot be trusted while %s", open);
+			return psprintf("forward_to cannot be trusted while %s", fault);
 		}
 	}
 	return NULL;
@@ -724,16 +760,19 @@ ForwardStep(Oid pg_net, int max)
 {
 	char	   *epoch;
 	int			settled;
-	const char *open = PgNetTablesOpen();
+	const char *hint;
+	const char *fault = PgNetTablesFault(&hint);
 
-	/* Checked at every step, since pg_net's grants may change at any time. */
-	if (open != NULL)
+	/* Checked at every step, since pg_net's grants and triggers may change
+	 * at any time. */
+	if (fault != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("the relay does not forward while %s", open),
+				 errmsg("the relay does not forward while %s", fault),
 				 errdetail("Anyone who may write pg_net's queue or responses could make a forward "
-						   "look delivered that was never sent."),
-				 errhint("%s", pg_net_revoke_hint)));
+						   "look delivered that was never sent; a trigger on them would run its "
+						   "function as the relay's role."),
+				 errhint("%s", hint)));
 
 	/* The writers' lock on forwards before it is read (as
 	 * LockEventsForWrite does for events): rows read FOR UPDATE and then

@@ -310,43 +310,15 @@ ObjectOwner(Oid classid, Oid objid)
 	return owner;
 }
 
-/* Why table relid of the extension cannot be written as a superuser, as
- * a message (and *hint), or NULL: a role other than its owner and
- * superusers may create triggers on it, or a trigger on it runs a function
- * such a role owns (and may replace). Watches those functions. */
-static char *
-TableFault(Oid relid, char **hint)
+char *
+TriggerFault(Oid relid, const char *table, char **hint)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Form_pg_class cls;
-	Datum		acl_datum;
-	bool		isnull;
-	Oid			grantee = InvalidOid;
-	bool		granted;
-	bool		has_triggers;
-	char	   *table;
 	Relation	trigrel;
 	ScanKeyData key;
 	SysScanDesc scan;
+	HeapTuple	tup;
 	char	   *fault = NULL;
 
-	if (!HeapTupleIsValid(tup))
-		return NULL;
-	cls = (Form_pg_class) GETSTRUCT(tup);
-	acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
-	granted = AclGrantsOthers(acl_datum, isnull, cls->relowner, ACL_TRIGGER, &grantee);
-	has_triggers = cls->relhastriggers;
-	table = quote_qualified_identifier("webhook_idem", NameStr(cls->relname));
-	ReleaseSysCache(tup);
-	if (granted)
-	{
-		*hint = psprintf("REVOKE TRIGGER ON %s FROM %s.", table,
-						 grantee == ACL_ID_PUBLIC ? "PUBLIC" :
-						 quote_identifier(GetUserNameFromId(grantee, false)));
-		return psprintf("%s may create triggers on table %s", GranteeDescription(grantee), table);
-	}
-	if (!has_triggers)
-		return NULL;
 	trigrel = table_open(TriggerRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(relid));
@@ -371,6 +343,40 @@ TableFault(Oid relid, char **hint)
 	systable_endscan(scan);
 	table_close(trigrel, AccessShareLock);
 	return fault;
+}
+
+/* Why table relid of the extension cannot be written as a superuser, as
+ * a message (and *hint), or NULL: a role other than its owner and
+ * superusers may create triggers on it, or a trigger on it runs a function
+ * such a role owns (TriggerFault). */
+static char *
+TableFault(Oid relid, char **hint)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class cls;
+	Datum		acl_datum;
+	bool		isnull;
+	Oid			grantee = InvalidOid;
+	bool		granted;
+	bool		has_triggers;
+	char	   *table;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	cls = (Form_pg_class) GETSTRUCT(tup);
+	acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
+	granted = AclGrantsOthers(acl_datum, isnull, cls->relowner, ACL_TRIGGER, &grantee);
+	has_triggers = cls->relhastriggers;
+	table = quote_qualified_identifier("webhook_idem", NameStr(cls->relname));
+	ReleaseSysCache(tup);
+	if (granted)
+	{
+		*hint = psprintf("REVOKE TRIGGER ON %s FROM %s.", table,
+						 grantee == ACL_ID_PUBLIC ? "PUBLIC" :
+						 quote_identifier(GetUserNameFromId(grantee, false)));
+		return psprintf("%s may create triggers on table %s", GranteeDescription(grantee), table);
+	}
+	return has_triggers ? TriggerFault(relid, table, hint) : NULL;
 }
 
 /* At use: why member (classid, objid) of the extension cannot be run or

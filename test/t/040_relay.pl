@@ -496,6 +496,53 @@ $node->safe_psql('postgres', 'REVOKE INSERT ON net._http_response FROM net_write
 ok(outbox_drained("event_id = 'open-1'", 30), 'closed again, the forward is sent');
 is(scalar(received_for('/apply', 'open-1')), 1, 'once');
 
+# A write granted on columns only is a write: inserting (id, status_code)
+# alone forges pg_net's answer to a request id (a sequence from 1).
+$node->safe_psql('postgres', 'GRANT INSERT (id, status_code) ON net._http_response TO net_writer');
+is(deliver('up_lost', 'open-2'), 'applied', 'an event applied while a column of pg_net\'s responses is open');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while role "net_writer" may write column id of net\._http_response/,
+	'a column-level write stops the relay too, naming the column');
+($rc, $out, $err) = $node->psql('postgres',
+	"SELECT webhook_idem.register_source('up_col', 'none', forward_to => '$base/apply', forward_secret => '$secret')");
+like($err, qr/forward_to cannot be trusted while role "net_writer" may write column id of net\._http_response/,
+	'and registration refuses it');
+$node->safe_psql('postgres', 'REVOKE INSERT (id, status_code) ON net._http_response FROM net_writer');
+ok(outbox_drained("event_id = 'open-2'", 30), 'the column closed again, the forward is sent');
+
+# A trigger planted while pg_net's tables were open (pg_net grants TRIGGER
+# to PUBLIC) outlives the REVOKE: the relay's pg_net calls, made as a
+# superuser, would run its function, which its owner may replace at will.
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE net_planter;
+GRANT USAGE ON SCHEMA net TO net_planter;
+GRANT TRIGGER ON net.http_request_queue TO net_planter;
+CREATE SCHEMA planted AUTHORIZATION net_planter;
+SET ROLE net_planter;
+CREATE FUNCTION planted.escalate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+    EXECUTE 'ALTER ROLE net_planter SUPERUSER';
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER planted AFTER INSERT ON net.http_request_queue
+  FOR EACH ROW EXECUTE FUNCTION planted.escalate();
+RESET ROLE;
+REVOKE TRIGGER ON net.http_request_queue FROM net_planter;
+});
+is(deliver('up_lost', 'open-3'), 'applied', 'an event applied while a planted trigger is on pg_net\'s queue');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while trigger planted on table net\.http_request_queue runs function planted\.escalate\(\), owned by role "net_planter"/,
+	'the relay refuses to call pg_net while a trigger on its tables runs a function a non-superuser owns');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
+	'f', 'and the trigger never ran as the relay\'s superuser');
+$node->safe_psql('postgres', 'DROP TRIGGER planted ON net.http_request_queue');
+ok(outbox_drained("event_id = 'open-3'", 30), 'the trigger dropped, the forward is sent');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
+	'f', 'still no superuser');
+
 $server->kill_kill;
 $node->stop;
 done_testing();
