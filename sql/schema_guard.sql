@@ -166,6 +166,52 @@ ALTER DEFAULT PRIVILEGES REVOKE ALL ON FUNCTIONS FROM guard_squatter;
 SELECT source FROM webhook_idem.register_source('g', 'none');
 SELECT pg_temp.deliver('webhook_idem', 'e6') AS updated;
 
+-- 4. Whatever the grantee's name, and a grant on columns only: the update
+-- takes every one back. "Guard Reader" needs quotes; a role whose name
+-- is "Guard Reader" in quotes is the one a name quoted twice would reach.
+DROP EXTENSION webhook_idem;
+CREATE ROLE "Guard Reader";
+CREATE ROLE """Guard Reader""";
+CREATE ROLE guard_columns;
+-- What the three may do on the extension's relations and their columns.
+CREATE FUNCTION pg_temp.guards_may() RETURNS TABLE (relname name, attname name, grantee regrole, privilege text)
+LANGUAGE sql AS $$
+  WITH rels AS (
+    SELECT c.oid, c.relname, c.relacl FROM pg_class c
+     WHERE c.relnamespace = 'webhook_idem'::regnamespace),
+  acls AS (
+    SELECT r.relname, NULL::name AS attname, r.relacl AS acl FROM rels r
+    UNION ALL
+    SELECT r.relname, a.attname, a.attacl FROM rels r JOIN pg_attribute a ON a.attrelid = r.oid)
+  SELECT relname, attname, x.grantee::regrole, x.privilege_type
+    FROM acls, LATERAL aclexplode(acl) x
+   WHERE x.grantee IN ('"Guard Reader"'::regrole, '"""Guard Reader"""'::regrole, 'guard_columns'::regrole)
+   ORDER BY 1, 2, 3, 4
+$$;
+CREATE EXTENSION webhook_idem VERSION '0.1.0';
+GRANT SELECT ON webhook_idem.source_secrets TO "Guard Reader", """Guard Reader""";
+GRANT SELECT (secrets), UPDATE (secrets) ON webhook_idem.source_secrets TO guard_columns;
+GRANT INSERT (payload) ON webhook_idem.events TO "Guard Reader";
+-- And one granted on by a role given a grant option.
+GRANT USAGE ON SCHEMA webhook_idem TO guard_columns;
+GRANT SELECT ON webhook_idem.events TO guard_columns WITH GRANT OPTION;
+SET ROLE guard_columns;
+GRANT SELECT ON webhook_idem.events TO webhook_idem_receiver;
+RESET ROLE;
+SELECT count(*) AS granted_before_update FROM pg_temp.guards_may();
+ALTER EXTENSION webhook_idem UPDATE TO '0.2.0';
+SELECT extversion FROM pg_extension WHERE extname = 'webhook_idem';
+SELECT * FROM pg_temp.guards_may();
+SELECT count(*) AS granted_on_by_guard_columns
+  FROM pg_class c, LATERAL aclexplode(c.relacl) x
+ WHERE c.relnamespace = 'webhook_idem'::regnamespace AND x.grantor = 'guard_columns'::regrole;
+-- A fresh install, with default privileges for such a role.
+DROP EXTENSION webhook_idem;
+ALTER DEFAULT PRIVILEGES GRANT SELECT, INSERT ON TABLES TO "Guard Reader";
+CREATE EXTENSION webhook_idem;
+SELECT * FROM pg_temp.guards_may();
+ALTER DEFAULT PRIVILEGES REVOKE SELECT, INSERT ON TABLES FROM "Guard Reader";
+
 \c contrib_regression
 DROP DATABASE wi_guard;
-DROP ROLE guard_squatter;
+DROP ROLE guard_squatter, "Guard Reader", """Guard Reader""", guard_columns;

@@ -1,10 +1,12 @@
 -- webhook_idem install script, last part: privileges and pg_dump.
 
--- Takes back every privilege on the extension's tables, views, sequences
--- and functions that a role other than their owner holds, but those of the
--- roles in keep (and of those, TRIGGER, TRUNCATE and REFERENCES, which the
--- extension grants no one). What the installing role's ALTER DEFAULT
--- PRIVILEGES gave at creation goes so: a role with TRIGGER on events, say,
+-- Takes back every privilege on the extension's tables (and on their
+-- columns), views, sequences and functions that a role other than their
+-- owner holds, whatever its name, but those of the roles in keep (and of
+-- those, TRIGGER, TRUNCATE and REFERENCES, which the extension grants no
+-- one), with what they granted on to others. What the installing role's
+-- ALTER DEFAULT PRIVILEGES gave at creation goes so: a role with TRIGGER
+-- on events, say,
 -- would have its trigger run by apply_event and the workers as the
 -- extension's owner, a superuser; one with SELECT on source_secrets would
 -- read every secret. The install keeps no one (it grants what it means to
@@ -22,21 +24,30 @@ BEGIN
          AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'webhook_idem')),
     granted AS (
       SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind,
-             c.oid::regclass::text AS object, a.grantee, a.privilege_type, c.relowner AS owner
+             c.oid::regclass::text AS object, a.grantee, a.privilege_type AS privilege, c.relowner AS owner
         FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid,
              LATERAL aclexplode(c.relacl) a
+      UNION ALL
+      -- A column's grants are its own (pg_attribute.attacl).
+      SELECT 'TABLE', c.oid::regclass::text, a.grantee,
+             format('%s (%I)', a.privilege_type, att.attname), c.relowner
+        FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+             JOIN pg_attribute att ON att.attrelid = c.oid AND att.attnum > 0,
+             LATERAL aclexplode(att.attacl) a
       UNION ALL
       SELECT 'FUNCTION', p.oid::regprocedure::text, a.grantee, a.privilege_type, p.proowner
         FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid,
              LATERAL aclexplode(p.proacl) a)
-    SELECT kind, object, privilege_type,
-           CASE grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(grantee::regrole::text) END AS grantee
+    -- regrole's text is the name quoted where it must be, as a REVOKE takes it.
+    SELECT kind, object, privilege,
+           CASE grantee WHEN 0 THEN 'PUBLIC' ELSE grantee::regrole::text END AS grantee
       FROM granted
      WHERE grantee <> owner
-       AND (privilege_type IN ('TRIGGER', 'TRUNCATE', 'REFERENCES')
+       AND (split_part(privilege, ' ', 1) IN ('TRIGGER', 'TRUNCATE', 'REFERENCES')
             OR grantee <> ALL (coalesce(keep, '{}')::oid[]))
   LOOP
-    EXECUTE format('REVOKE %s ON %s %s FROM %s', g.privilege_type, g.kind, g.object, g.grantee);
+    -- CASCADE: and what the role granted on to others with a grant option.
+    EXECUTE format('REVOKE %s ON %s %s FROM %s CASCADE', g.privilege, g.kind, g.object, g.grantee);
   END LOOP;
 END
 $$;
