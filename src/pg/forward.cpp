@@ -25,6 +25,7 @@
 #include "pg/queue.h"
 
 extern "C" {
+#include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_check_forward);
@@ -220,21 +221,71 @@ EventIdUnsendable(const char *event_id)
 }
 
 static const char *const pg_net_revoke_hint =
-	"REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response "
-	"FROM PUBLIC (pg_net grants them to PUBLIC), and from any other role that has them.";
+	"REVOKE ALL ON ALL TABLES IN SCHEMA net FROM PUBLIC; REVOKE ALL ON ALL SEQUENCES IN SCHEMA net "
+	"FROM PUBLIC (pg_net grants them to PUBLIC), and the same from any other role that has them.";
+
+/* Who, other than owner and superusers, relation relid's ACL (or one of
+ * its columns') grants one of privs to, as "PUBLIC may <verb> net.<name>"
+ * ("... column c of net.<name>"), or NULL. */
+static char *
+RelationOpenTo(Oid relid, const char *name, AclMode privs, const char *verb)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+	Oid			grantee = InvalidOid;
+	int			natts;
+	bool		isnull;
+	bool		open;
+	Datum		acl_datum;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	natts = ((Form_pg_class) GETSTRUCT(tup))->relnatts;
+	acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
+	open = AclGrantsOthers(acl_datum, isnull, owner, privs, &grantee);
+	ReleaseSysCache(tup);
+	if (open)
+		return psprintf("%s may %s %s", GranteeDescription(grantee), verb, name);
+	/* A column's grants are its own (pg_attribute.attacl). */
+	for (AttrNumber att = 1; att <= natts; att++)
+	{
+		Form_pg_attribute attr;
+		char	   *column = NULL;
+
+		tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(att));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		attr = (Form_pg_attribute) GETSTRUCT(tup);
+		acl_datum = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attacl, &isnull);
+		if (!attr->attisdropped && AclGrantsOthers(acl_datum, isnull, owner, privs, &grantee))
+			column = pstrdup(NameStr(attr->attname));
+		ReleaseSysCache(tup);
+		if (column != NULL)
+			return psprintf("%s may %s column %s of %s", GranteeDescription(grantee), verb,
+							quote_identifier(column), name);
+	}
+	return NULL;
+}
 
 /*
- * Why the relay cannot trust pg_net's tables (net.http_request_queue,
- * whose rows leave it once sent, and net._http_response, whose rows say
- * how the downstream answered), as a message, with *hint; NULL if it can.
- * Untrusted: a role other than superusers and the table's owner may write
- * one ("PUBLIC may write net._http_response"), on the table or on one of
- * its columns (inserting id and status_code alone forges an answer), or
- * may create triggers on it; or a trigger on it runs a function such a
- * role owns. pg_net grants ALL on them to PUBLIC: any role could mark a
- * forward delivered that was never sent, and a trigger planted before the
- * grants were taken back stays, and would run as the relay's superuser
- * when it calls pg_net.
+ * Why the relay cannot trust pg_net, as a message, with *hint; NULL if it
+ * can. It sends through net.http_post as a superuser, and believes
+ * net.http_request_queue (signed requests, which leave it once sent) and
+ * net._http_response (how the downstream answered, by request id). So:
+ * - schema net is a superuser's, and no one else may create objects in it
+ *   (an overload of http_post would take the relay's calls);
+ * - no role but superusers and the tables' owner may write either table,
+ *   on the table or on a column (inserting id and status_code alone
+ *   forges an answer), or create triggers on it; nor read them (the
+ *   queued requests are signed payloads; the answers, whatever a forward_to
+ *   that redirects inward returned);
+ * - no such role may set the request ids' sequence (setval back to an id
+ *   already answered 2xx makes a new request's answer ambiguous);
+ * - no trigger on either table runs a function such a role owns: one
+ *   planted while pg_net's grants stood outlives their REVOKE, and would
+ *   run as the relay's superuser.
+ * pg_net grants ALL on its tables and sequences to PUBLIC.
  */
 static const char *
 PgNetTablesFault(const char **hint)
@@ -242,62 +293,55 @@ PgNetTablesFault(const char **hint)
 	static const char *const tables[] = {"http_request_queue", "_http_response"};
 	const AclMode writes = ACL_INSERT | ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE | ACL_TRIGGER;
 	Oid			nsp = get_namespace_oid("net", true);
+	HeapTuple	tup;
+	Oid			seq;
+	char	   *fault;
 
 	*hint = pg_net_revoke_hint;
-	if (!OidIsValid(nsp))
+	if (!OidIsValid(nsp) || !HeapTupleIsValid(tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp))))
 		return NULL;
+	{
+		Oid			owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		Oid			creator = InvalidOid;
+		bool		isnull;
+		Datum		acl_datum = SysCacheGetAttr(NAMESPACEOID, tup, Anum_pg_namespace_nspacl, &isnull);
+		bool		open = AclGrantsOthers(acl_datum, isnull, owner, ACL_CREATE, &creator);
+
+		ReleaseSysCache(tup);
+		if (!superuser_arg(owner))
+		{
+			*hint = "ALTER SCHEMA net OWNER TO a superuser (pg_net's installer).";
+			return psprintf("schema net is owned by role \"%s\", which is not a superuser",
+							GetUserNameFromId(owner, false));
+		}
+		if (open)
+		{
+			*hint = psprintf("REVOKE CREATE ON SCHEMA net FROM %s.", creator == ACL_ID_PUBLIC
+							 ? "PUBLIC" : quote_identifier(GetUserNameFromId(creator, false)));
+			return psprintf("%s may create objects in schema net", GranteeDescription(creator));
+		}
+	}
 	for (const char *table : tables)
 	{
 		Oid			relid = get_relname_relid(table, nsp);
-		HeapTuple	tup;
-		Form_pg_class cls;
-		Oid			owner;
-		Oid			writer = InvalidOid;
-		bool		open;
-		bool		has_triggers;
-		int			natts;
-		bool		isnull;
-		Datum		acl_datum;
 		char	   *name = psprintf("net.%s", table);
 		char	   *trigger_hint;
-		char	   *fault;
 
-		if (!OidIsValid(relid) || !HeapTupleIsValid(tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid))))
+		if (!OidIsValid(relid))
 			continue;
-		cls = (Form_pg_class) GETSTRUCT(tup);
-		owner = cls->relowner;
-		has_triggers = cls->relhastriggers;
-		natts = cls->relnatts;
-		acl_datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relacl, &isnull);
-		open = AclGrantsOthers(acl_datum, isnull, owner, writes, &writer);
-		ReleaseSysCache(tup);
-		if (open)
-			return psprintf("%s may write %s", GranteeDescription(writer), name);
-		/* A column's grants are its own (pg_attribute.attacl). */
-		for (AttrNumber att = 1; att <= natts; att++)
-		{
-			Form_pg_attribute attr;
-			char	   *column = NULL;
-
-			tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(att));
-			if (!HeapTupleIsValid(tup))
-				continue;
-			attr = (Form_pg_attribute) GETSTRUCT(tup);
-			acl_datum = SysCacheGetAttr(ATTNUM, tup, Anum_pg_attribute_attacl, &isnull);
-			if (!attr->attisdropped &&
-				AclGrantsOthers(acl_datum, isnull, owner, ACL_INSERT | ACL_UPDATE, &writer))
-				column = pstrdup(NameStr(attr->attname));
-			ReleaseSysCache(tup);
-			if (column != NULL)
-				return psprintf("%s may write column %s of %s", GranteeDescription(writer),
-								quote_identifier(column), name);
-		}
-		if (has_triggers && (fault = TriggerFault(relid, name, &trigger_hint)) != NULL)
+		if ((fault = RelationOpenTo(relid, name, writes, "write")) != NULL ||
+			(fault = RelationOpenTo(relid, name, ACL_SELECT, "read")) != NULL)
+			return fault;
+		if ((fault = TriggerFault(relid, name, &trigger_hint)) != NULL)
 		{
 			*hint = trigger_hint;
 			return fault;
 		}
 	}
+	seq = get_relname_relid("http_request_queue_id_seq", nsp);
+	if (OidIsValid(seq) &&
+		(fault = RelationOpenTo(seq, "net.http_request_queue_id_seq", ACL_UPDATE, "set")) != NULL)
+		return fault;
 	return NULL;
 }
 
@@ -629,10 +673,11 @@ PostForward(Datum *post_args, const char **why)
 		return post.request_id;
 	/* pg_net refuses a request's values with a data exception or a plain
 	 * ERROR (XX000: its URL check gives no SQLSTATE); anything else
-	 * (pg_net missing or broken, a cancel, a lack of memory) is not this
-	 * forward's and is raised as it is. */
-	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
-		edata->sqlerrcode != ERRCODE_INTERNAL_ERROR)
+	 * (pg_net missing or broken, its request ids run out, a cancel, a lack
+	 * of memory) is not this forward's and is raised as it is. */
+	if ((ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+		 edata->sqlerrcode != ERRCODE_INTERNAL_ERROR) ||
+		edata->sqlerrcode == ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED)
 		ReThrowError(edata);
 	*why = psprintf("%s (SQLSTATE %s)", edata->message, unpack_sql_state(edata->sqlerrcode));
 	FreeErrorData(edata);
@@ -760,6 +805,7 @@ ForwardStep(Oid pg_net, int max)
 {
 	char	   *epoch;
 	int			settled;
+	int			save_nestlevel;
 	const char *hint;
 	const char *fault = PgNetTablesFault(&hint);
 
@@ -774,14 +820,26 @@ ForwardStep(Oid pg_net, int max)
 						   "function as the relay's role."),
 				 errhint("%s", hint)));
 
+	/* pg_net's functions are PL/pgSQL with no search_path of their own:
+	 * the names they leave unqualified (convert_to in http_post) resolve
+	 * through the caller's, and a function a role planted in a schema on
+	 * it (public, for a database's owner) would run as the relay's
+	 * superuser. forward_pending pins the path already; the in-database
+	 * workers' sessions have the server's default. */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
 	/* The writers' lock on forwards before it is read (as
 	 * LockEventsForWrite does for events): rows read FOR UPDATE and then
 	 * updated would otherwise deadlock with a plain REINDEX. */
 	LockExtensionTableForWrite("forwards");
 	epoch = RelayEpoch(pg_net);
 	settled = SettleSent(epoch, max);
+	settled += SendDue(epoch, max);
 
-	return settled + SendDue(epoch, max);
+	AtEOXact_GUC(true, save_nestlevel);
+	return settled;
 }
 
 /*

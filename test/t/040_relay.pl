@@ -139,8 +139,22 @@ my ($rc, $out, $err) = $node->psql('postgres',
 	"SELECT webhook_idem.register_source('up_open', 'none', forward_to => '$base/apply', forward_secret => '$secret')");
 like($err, qr/forward_to cannot be trusted while PUBLIC may write net\.http_request_queue/,
 	'forward_to is refused while PUBLIC may write pg_net\'s tables');
+# Closed to writers, they are still open to readers: the queue holds
+# signed requests, the responses what the downstream answered.
 $node->safe_psql('postgres',
 	'REVOKE INSERT, UPDATE, DELETE, TRUNCATE, TRIGGER ON net.http_request_queue, net._http_response FROM PUBLIC');
+($rc, $out, $err) = $node->psql('postgres',
+	"SELECT webhook_idem.register_source('up_open', 'none', forward_to => '$base/apply', forward_secret => '$secret')");
+like($err, qr/forward_to cannot be trusted while PUBLIC may read net\.http_request_queue/,
+	'forward_to is refused while PUBLIC may read pg_net\'s queue');
+# And the request ids' sequence: setval back to an id answered 2xx would
+# make a new request's answer ambiguous.
+$node->safe_psql('postgres', 'REVOKE ALL ON ALL TABLES IN SCHEMA net FROM PUBLIC');
+($rc, $out, $err) = $node->psql('postgres',
+	"SELECT webhook_idem.register_source('up_open', 'none', forward_to => '$base/apply', forward_secret => '$secret')");
+like($err, qr/forward_to cannot be trusted while PUBLIC may set net\.http_request_queue_id_seq/,
+	'forward_to is refused while PUBLIC may set the request ids\' sequence');
+$node->safe_psql('postgres', 'REVOKE ALL ON ALL SEQUENCES IN SCHEMA net FROM PUBLIC');
 my %sources = (
 	up_ok => "mode => 'sync', forward_to => '$base/apply', max_attempts => 5",
 	up_async => "mode => 'async', forward_to => '$base/apply', max_attempts => 5",
@@ -542,6 +556,50 @@ $node->safe_psql('postgres', 'DROP TRIGGER planted ON net.http_request_queue');
 ok(outbox_drained("event_id = 'open-3'", 30), 'the trigger dropped, the forward is sent');
 is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
 	'f', 'still no superuser');
+
+# A role that may create objects in schema net could add an overload of
+# http_post that takes the relay's calls.
+$node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA net TO net_planter');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while role "net_planter" may create objects in schema net/,
+	'the relay refuses while another role may create objects in schema net');
+$node->safe_psql('postgres', 'REVOKE CREATE ON SCHEMA net FROM net_planter');
+
+# ---------------------------------------------------------------------
+# 9. pg_net's http_post is PL/pgSQL with no search_path of its own: the
+# names it leaves unqualified (convert_to) resolve through its caller's.
+# A role that may create in public (a database's owner may) plants a
+# better match there; the relay, in the in-database workers as in
+# forward_pending, calls pg_net with its path pinned, so it never runs.
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE path_planter;
+GRANT CREATE ON SCHEMA public TO path_planter;
+SET ROLE path_planter;
+CREATE FUNCTION public.convert_to(t text, enc text) RETURNS bytea LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    EXECUTE 'ALTER ROLE path_planter SUPERUSER';
+  END IF;
+  RETURN pg_catalog.convert_to(t, enc::name);
+END $$;
+RESET ROLE;
+-- Any change to a schema makes every backend plan its statements again,
+-- the workers' pg_net calls included.
+CREATE SCHEMA plan_reset; DROP SCHEMA plan_reset;
+});
+# Delivered with pg_catalog.convert_to: this session is a superuser too.
+is( $node->safe_psql(
+		'postgres',
+		"SELECT status FROM webhook_idem.apply_event('up_ok', pg_catalog.convert_to('{\"id\": \"path-1\"}', 'UTF8'))"
+	),
+	'applied',
+	'an event applied while a planted convert_to waits in public');
+ok(outbox_drained("event_id = 'path-1'", 30), 'the workers forward it');
+is(scalar(received_for('/apply', 'path-1')), 1, 'once');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'path_planter'"),
+	'f', 'the planted function never ran as the workers\' superuser');
+$node->safe_psql('postgres', 'DROP FUNCTION public.convert_to(text, text); DROP OWNED BY path_planter; DROP ROLE path_planter');
 
 $server->kill_kill;
 $node->stop;
