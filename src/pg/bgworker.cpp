@@ -621,6 +621,11 @@ webhook_idem_worker_main(Datum main_arg)
 		proc_exit(0);
 	}
 	AnnounceWorker(slot, MyDatabaseId);
+	/* The worker is a superuser: nothing it runs resolves a name through
+	 * a schema others may create in. Its own statements are qualified, a
+	 * handler runs under its source's path, the relay pins this one too
+	 * (ForwardStep); this is for whatever else its SQL calls. */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION);
 	elog(LOG, "webhook_idem worker %d started in database \"%s\"", slot + 1, wi_database);
 
 	for (;;)
