@@ -111,6 +111,25 @@ END $$;
 SELECT source FROM webhook_idem.register_source('q_swallow', 'none', handler => 'q.swallows(jsonb)');
 SELECT status, http_status, attempts, detail FROM webhook_idem.apply_event('q_swallow', '{"id": "t5"}');
 SELECT status, result FROM webhook_idem.events WHERE event_id = 't5';
+-- A later cancel in the same run is not the timeout's: a handler that
+-- swallowed the timeout's cancel and ran on into the statement's timeout
+-- is cancelled with the call, as under any statement_timeout (it was
+-- recorded as the handler's timeout, a failed attempt, and the call went on).
+CREATE FUNCTION q.swallows_then_sleeps(p jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM pg_sleep(5);
+  EXCEPTION WHEN query_canceled THEN
+    NULL;
+  END;
+  PERFORM pg_sleep(5);
+  RETURN '{}';
+END $$;
+SELECT source FROM webhook_idem.register_source('q_swallow2', 'none', handler => 'q.swallows_then_sleeps(jsonb)');
+SET statement_timeout = 400;
+SELECT pg_temp.err($$SELECT status FROM webhook_idem.apply_event('q_swallow2', '{"id": "t8"}')$$) AS statement_timeout_after_swallow;
+RESET statement_timeout;
+SELECT count(*) AS t8_not_recorded FROM webhook_idem.events WHERE event_id = 't8';
 RESET webhook_idem.handler_timeout;
 -- Another cancel (statement_timeout) is not the handler's failure: raised.
 SET statement_timeout = 100;

@@ -126,6 +126,11 @@ HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out, ch
 {
 	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 	{
+		/* The statement's own timeout first: a handler that swallowed the
+		 * timer's cancel and ran on into it is cancelled with the call,
+		 * not failed for a timeout already spent. */
+		if (StatementTimeoutFired())
+			return false;
 		if (timed_out)
 		{
 			*message = psprintf("handler ran past webhook_idem.handler_timeout (%d ms) (SQLSTATE %s)",
@@ -144,10 +149,12 @@ HandlerErrorIsFailure(const ErrorData *edata, bool in_worker, bool timed_out, ch
 		 * error it raises: taken as a cancel, it failed every call that
 		 * reached its event, and stopped its queue. (A pg_cancel_backend()
 		 * that a language raises anew is taken for the handler's failure,
-		 * and recorded as such: nothing marks it once raised.)
+		 * and recorded as such: nothing marks it once raised. Nor is one
+		 * told from the timer's own once the timer has fired: a handler
+		 * that swallowed the timer's cancel and is then cancelled by
+		 * pg_cancel_backend() fails for its timeout.)
 		 */
-		if ((edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0) ||
-			StatementTimeoutFired())
+		if (edata->funcname != NULL && strcmp(edata->funcname, "ProcessInterrupts") == 0)
 			return false;
 	}
 	/* A serialization failure or deadlock (class 40) is the transaction's to
