@@ -59,6 +59,7 @@ typedef struct ClaimedEvent
 {
 	int64		id;
 	int32		attempt;
+	int32		base;			/* its attempts_base when claimed */
 	bool		last;
 	char	   *source;			/* as claimed, in the batch's memory */
 	char	   *event_id;
@@ -224,6 +225,7 @@ ClaimBatchStep(void *arg)
 			ev.id = DatumGetInt64(SpiGet(tup, desc, 1, INT8OID, "events", &isnull));
 			ev.attempt = DatumGetInt32(SpiGet(tup, desc, 2, INT4OID, "events", &isnull));
 			base = DatumGetInt32(SpiGet(tup, desc, 3, INT4OID, "events", &isnull));
+			ev.base = base;
 			source = TextDatumGetCString(SpiNotNull(tup, desc, 4, TEXTOID, "events"));
 			ev.source = MemoryContextStrdup(batch_cxt, source);
 			ev.event_id = MemoryContextStrdup(batch_cxt,
@@ -271,6 +273,20 @@ ApplyOneStep(void *arg)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "webhook_idem: applying an event");
 	(void) ApplyClaimedEvent(ev->id, ev->attempt, ev->source, ev->event_id);
+	/* Last by the source as it is now, at the commit, not as it was at
+	 * the claim (its max_attempts lowered meanwhile): then this commit
+	 * waits for its flush too, as the server's setting says, for the same
+	 * reason (a crash after it must not leave the event to a lease that
+	 * expires on its last attempt, dead with its work lost). */
+	if (!ev->last)
+	{
+		WiSource   *src = LookupSource(ev->source);
+
+		if (src == NULL || AttemptsExhausted(src, ev->attempt, ev->base))
+			(void) set_config_option("synchronous_commit",
+									 GetConfigOptionResetString("synchronous_commit"),
+									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	SPI_finish();
 	PopActiveSnapshot();
