@@ -177,6 +177,28 @@ SELECT handler_owner FROM webhook_idem.sources WHERE source = 'hh9';
 INSERT INTO webhook_idem.sources (source, scheme, handler, handler_owner)
 VALUES ('hh9d', 'none', 'hh.su_handler(jsonb)', 10::oid::regrole);
 SELECT handler_owner FROM webhook_idem.sources WHERE source = 'hh9d';
+-- Taking a source over (its row written by a role without its owner's
+-- privileges) does not hand over the owner's secrets: the sender's signed
+-- deliveries would run the taker's handler, and a forward secret would
+-- sign what the taker chose for the owner's downstream. They are emptied.
+RESET ROLE;
+SELECT secrets, forward_secret FROM webhook_idem.source_secrets WHERE source = 'hh9';
+SELECT * FROM pg_temp.deliver('hh9', '{"id": "s1b"}', 'topsecret');
+-- register_source takes over with secrets of its own, which stay; a role
+-- with the owner's privileges keeps the owner's.
+SELECT source FROM webhook_idem.register_source('hh9r', 'hmac', ARRAY['owner_secret']);
+SET ROLE hh_admin;
+SELECT source FROM webhook_idem.register_source('hh9r', 'hmac', ARRAY['taker_secret']);
+RESET ROLE;
+SELECT secrets FROM webhook_idem.source_secrets WHERE source = 'hh9r';
+GRANT hh_admin TO hh_member;
+SET ROLE hh_member;
+UPDATE webhook_idem.sources SET max_attempts = 4 WHERE source = 'hh9r';
+RESET ROLE;
+SELECT handler_owner, secrets FROM webhook_idem.sources JOIN webhook_idem.source_secrets USING (source)
+ WHERE source = 'hh9r';
+REVOKE hh_admin FROM hh_member;
+SET ROLE hh_admin;
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);
 RESET ROLE;
@@ -353,7 +375,7 @@ SELECT count(*) AS cursors_left FROM pg_cursors;
 COMMIT;
 SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh11', 'hh11a') ORDER BY id;
 DROP SCHEMA hh_recv CASCADE;
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh9r', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
 DROP SCHEMA hh CASCADE;
 DROP SCHEMA hh_t CASCADE;
 DROP ROLE hh_admin, hh_other, hh_http, hh_member, hh_team;

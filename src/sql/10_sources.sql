@@ -101,6 +101,29 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- A role that takes a source over (writes its row without the privileges
+-- of its owner, and so becomes its owner: register_source, or an UPDATE of
+-- the row) does not inherit the use of the owner's secrets: deliveries the
+-- sender signed for the owner would run the taker's handler, and the
+-- forward secret would sign what the taker chose for the owner's
+-- downstream. They are emptied; register_source then writes the taker's.
+CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
+     WHERE ss.source = NEW.source;
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._forget_taken_secrets()
+  IS 'Trigger: a role that takes a source over without its owner''s privileges does not get its secrets';
+CREATE TRIGGER forget_taken_secrets AFTER UPDATE ON webhook_idem.sources
+  FOR EACH ROW WHEN (OLD.handler_owner IS DISTINCT FROM NEW.handler_owner)
+  EXECUTE FUNCTION webhook_idem._forget_taken_secrets();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
+
 -- What a handler must be, the one definition the runtime path uses too
 -- (it is checked again whenever the handler is about to run): a plain
 -- function f(jsonb) RETURNS jsonb | void, not in a temporary schema,
@@ -286,6 +309,12 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  -- On Citus, one connection a node for this transaction: a reference
+  -- table (sources) may not be written after a parallel statement over the
+  -- shards of events in the same transaction.
+  IF webhook_idem._events_distributed() THEN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  END IF;
   SELECT count(*) INTO unfinished FROM webhook_idem.events e
    WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
   IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
@@ -296,6 +325,8 @@ BEGIN
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
   DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
   DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
+  -- (Its foreign key would cascade, but Citus's reference tables have none.)
+  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
   DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
   RETURN true;
 END

@@ -96,6 +96,24 @@ $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets_on_shard()
   IS 'Trigger on Citus shards: only a role with the privileges of a source''s owner may write its secrets';
 
+CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  secrets regclass;
+BEGIN
+  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    -- This node's copy of the reference table source_secrets (one shard).
+    SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
+      FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;
+    EXECUTE format('UPDATE %s ss SET secrets = ''{}'', forward_secret = NULL'
+                   ' WHERE ss.source OPERATOR(pg_catalog.=) $1', secrets) USING NEW.source;
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._forget_taken_secrets_on_shard()
+  IS 'Trigger on Citus shards: a role that takes a source over without its owner''s privileges does not get its secrets';
+
 CREATE FUNCTION webhook_idem._source_became_async_on_shard() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp AS $$
@@ -135,6 +153,11 @@ BEGIN
   EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets'
                  ' FOR EACH ROW EXECUTE FUNCTION webhook_idem.%I()', '_guard_source_secrets' || suffix);
   ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
+  DROP TRIGGER forget_taken_secrets ON webhook_idem.sources;
+  EXECUTE format('CREATE TRIGGER forget_taken_secrets AFTER UPDATE ON webhook_idem.sources'
+                 ' FOR EACH ROW WHEN (OLD.handler_owner IS DISTINCT FROM NEW.handler_owner)'
+                 ' EXECUTE FUNCTION webhook_idem.%I()', '_forget_taken_secrets' || suffix);
+  ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
   DROP TRIGGER sources_became_async_on_insert ON webhook_idem.sources;
   EXECUTE format('CREATE TRIGGER sources_became_async_on_insert AFTER INSERT ON webhook_idem.sources'
                  ' FOR EACH ROW WHEN (NEW.mode = ''async'')'

@@ -171,6 +171,38 @@ foreach my $node ($coord, $w1)
 }
 $coord->safe_psql('postgres',
 	"UPDATE webhook_idem.sources SET order_by = NULL WHERE source = 'sync_src'");
+# A role without its owner's privileges that takes a source over by writing
+# its row gets none of its secrets, on every node's copy (the trigger's
+# shard form).
+$coord->safe_psql(
+	'postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'taken_src', scheme => 'hmac', secrets => ARRAY['owner_secret']);
+CREATE ROLE taker LOGIN IN ROLE webhook_idem_admin;
+SET ROLE taker;
+SELECT FROM webhook_idem.register_source(source => 'own_src', scheme => 'hmac', secrets => ARRAY['own_secret']);
+UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'taken_src';
+RESET ROLE;
+});
+# (An admin's own registration writes its secrets through the shard form
+# of the secrets' guard.)
+is( $w1->safe_psql('postgres', "SELECT secrets::text FROM webhook_idem.source_secrets WHERE source = 'own_src'"),
+	'{own_secret}', 'an admin that is not a superuser registers a source on Citus');
+foreach my $node ($coord, $w1)
+{
+	is( $node->safe_psql('postgres',
+			"SELECT handler_owner::text || ' ' || secrets::text FROM webhook_idem.sources"
+			  . " JOIN webhook_idem.source_secrets USING (source) WHERE source = 'taken_src'"),
+		'taker {}', 'a source taken over keeps none of its owner\'s secrets on ' . $node->name);
+}
+# drop_source on Citus (it wrote the reference table sources after a
+# parallel statement over the events' shards, which Citus refuses; and the
+# secrets' foreign key, which would cascade, is not there).
+$coord->safe_psql('postgres',
+	"SELECT webhook_idem.drop_source('taken_src'); SELECT webhook_idem.drop_source('own_src')");
+is( $w1->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM webhook_idem.sources WHERE source IN ('taken_src', 'own_src'))"
+		  . " + (SELECT count(*) FROM webhook_idem.source_secrets WHERE source IN ('taken_src', 'own_src'))"),
+	'0', 'drop_source removes a source and its secrets on every node');
 is( $coord->safe_psql('postgres',
 		"SELECT count(*) FROM webhook_idem.events WHERE event_id = 'ord-1'"),
 	'0', 'nothing was recorded for it');

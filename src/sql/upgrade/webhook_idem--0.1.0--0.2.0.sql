@@ -77,6 +77,29 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- A role that takes a source over (writes its row without the privileges
+-- of its owner, and so becomes its owner: register_source, or an UPDATE of
+-- the row) does not inherit the use of the owner's secrets: deliveries the
+-- sender signed for the owner would run the taker's handler, and the
+-- forward secret would sign what the taker chose for the owner's
+-- downstream. They are emptied; register_source then writes the taker's.
+CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
+     WHERE ss.source = NEW.source;
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._forget_taken_secrets()
+  IS 'Trigger: a role that takes a source over without its owner''s privileges does not get its secrets';
+CREATE TRIGGER forget_taken_secrets AFTER UPDATE ON webhook_idem.sources
+  FOR EACH ROW WHEN (OLD.handler_owner IS DISTINCT FROM NEW.handler_owner)
+  EXECUTE FUNCTION webhook_idem._forget_taken_secrets();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
+
 -- What a handler must be, the one definition the runtime path uses too
 -- (it is checked again whenever the handler is about to run): a plain
 -- function f(jsonb) RETURNS jsonb | void, not in a temporary schema,
@@ -87,6 +110,7 @@ CREATE FUNCTION webhook_idem._check_handler(handler regprocedure, owner regrole)
 COMMENT ON FUNCTION webhook_idem._check_handler(regprocedure, regrole)
   IS 'Raises unless handler may run as the handler of a source owned by owner';
 REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets() FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._forget_taken_secrets() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) TO webhook_idem_admin;
 
@@ -682,6 +706,24 @@ $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets_on_shard()
   IS 'Trigger on Citus shards: only a role with the privileges of a source''s owner may write its secrets';
 
+CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  secrets regclass;
+BEGIN
+  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    -- This node's copy of the reference table source_secrets (one shard).
+    SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
+      FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;
+    EXECUTE format('UPDATE %s ss SET secrets = ''{}'', forward_secret = NULL'
+                   ' WHERE ss.source OPERATOR(pg_catalog.=) $1', secrets) USING NEW.source;
+  END IF;
+  RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._forget_taken_secrets_on_shard()
+  IS 'Trigger on Citus shards: a role that takes a source over without its owner''s privileges does not get its secrets';
+
 CREATE FUNCTION webhook_idem._source_became_async_on_shard() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp AS $$
@@ -721,6 +763,11 @@ BEGIN
   EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets'
                  ' FOR EACH ROW EXECUTE FUNCTION webhook_idem.%I()', '_guard_source_secrets' || suffix);
   ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
+  DROP TRIGGER forget_taken_secrets ON webhook_idem.sources;
+  EXECUTE format('CREATE TRIGGER forget_taken_secrets AFTER UPDATE ON webhook_idem.sources'
+                 ' FOR EACH ROW WHEN (OLD.handler_owner IS DISTINCT FROM NEW.handler_owner)'
+                 ' EXECUTE FUNCTION webhook_idem.%I()', '_forget_taken_secrets' || suffix);
+  ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
   DROP TRIGGER sources_became_async_on_insert ON webhook_idem.sources;
   EXECUTE format('CREATE TRIGGER sources_became_async_on_insert AFTER INSERT ON webhook_idem.sources'
                  ' FOR EACH ROW WHEN (NEW.mode = ''async'')'
@@ -1044,6 +1091,12 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  -- On Citus, one connection a node for this transaction: a reference
+  -- table (sources) may not be written after a parallel statement over the
+  -- shards of events in the same transaction.
+  IF webhook_idem._events_distributed() THEN
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  END IF;
   SELECT count(*) INTO unfinished FROM webhook_idem.events e
    WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
   IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
@@ -1054,6 +1107,8 @@ BEGIN
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
   DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
   DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
+  -- (Its foreign key would cascade, but Citus's reference tables have none.)
+  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
   DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
   RETURN true;
 END
@@ -1188,7 +1243,13 @@ REVOKE ALL ON FUNCTION webhook_idem._claim_here(text, text, boolean) FROM PUBLIC
 REVOKE ALL ON FUNCTION webhook_idem._events_distributed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._purge_distributed(interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._local_shard(regclass, bigint) FROM PUBLIC;
+-- On Citus: the shard forms of the sources' and secrets' triggers, which
+-- run as the admin who writes the row, find this node's copy with the
+-- first; drop_source asks the second.
+GRANT EXECUTE ON FUNCTION webhook_idem._local_shard(regclass, bigint),
+                          webhook_idem._events_distributed() TO webhook_idem_admin;
 REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets_on_shard() FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._forget_taken_secrets_on_shard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._source_became_async_on_shard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._point_triggers(boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._events_id_range(integer) FROM PUBLIC;
