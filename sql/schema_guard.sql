@@ -131,6 +131,23 @@ ALTER FUNCTION public.audit_event() OWNER TO guard_squatter;
 SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_given_away;
 DROP TRIGGER audit ON webhook_idem.events;
 DROP FUNCTION public.audit_event();
+-- A trigger's WHEN condition is code too, run as whoever writes the table,
+-- and written by whoever made the trigger, whose name no catalog keeps: a
+-- superuser's trigger function under a condition that calls a role's
+-- function, or a superuser's that runs any statement it is given
+-- (query_to_xml), is refused like a role's trigger function.
+CREATE FUNCTION public.audit_when() RETURNS boolean LANGUAGE sql AS 'SELECT false';
+ALTER FUNCTION public.audit_when() OWNER TO guard_squatter;
+CREATE TRIGGER audit_when BEFORE INSERT ON webhook_idem.events
+  FOR EACH ROW WHEN (public.audit_when()) EXECUTE FUNCTION suppress_redundant_updates_trigger();
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_condition;
+DROP TRIGGER audit_when ON webhook_idem.events;
+CREATE TRIGGER audit_when BEFORE INSERT ON webhook_idem.events
+  FOR EACH ROW WHEN (query_to_xml('SELECT 1', true, true, '') IS NULL)
+  EXECUTE FUNCTION suppress_redundant_updates_trigger();
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_condition_of_builtins;
+DROP TRIGGER audit_when ON webhook_idem.events;
+DROP FUNCTION public.audit_when();
 ALTER TABLE webhook_idem.event_order OWNER TO guard_squatter;
 SELECT pg_temp.deliver('webhook_idem', 'e5') AS table_given_away;
 ALTER TABLE webhook_idem.event_order OWNER TO CURRENT_USER;
@@ -182,7 +199,8 @@ LANGUAGE sql AS $$
   acls AS (
     SELECT r.relname, NULL::name AS attname, r.relacl AS acl FROM rels r
     UNION ALL
-    SELECT r.relname, a.attname, a.attacl FROM rels r JOIN pg_attribute a ON a.attrelid = r.oid)
+    SELECT r.relname, a.attname, a.attacl FROM rels r JOIN pg_attribute a ON a.attrelid = r.oid
+     WHERE NOT a.attisdropped)
   SELECT relname, attname, x.grantee::regrole, x.privilege_type
     FROM acls, LATERAL aclexplode(acl) x
    WHERE x.grantee IN ('"Guard Reader"'::regrole, '"""Guard Reader"""'::regrole, 'guard_columns'::regrole)
@@ -198,6 +216,17 @@ GRANT SELECT ON webhook_idem.events TO guard_columns WITH GRANT OPTION;
 SET ROLE guard_columns;
 GRANT SELECT ON webhook_idem.events TO webhook_idem_receiver;
 RESET ROLE;
+-- A kept role given a grant option, and what it granted on; a column's
+-- grant dropped with its column (attacl stays, and no REVOKE can name it).
+GRANT SELECT ON webhook_idem.events TO webhook_idem_admin WITH GRANT OPTION;
+GRANT UPDATE (secrets) ON webhook_idem.source_secrets TO webhook_idem_admin WITH GRANT OPTION;
+SET ROLE webhook_idem_admin;
+GRANT SELECT ON webhook_idem.events TO "Guard Reader";
+GRANT UPDATE (secrets) ON webhook_idem.source_secrets TO "Guard Reader";
+RESET ROLE;
+ALTER TABLE webhook_idem.events ADD COLUMN doomed int;
+GRANT SELECT (doomed) ON webhook_idem.events TO guard_columns;
+ALTER TABLE webhook_idem.events DROP COLUMN doomed;
 SELECT count(*) AS granted_before_update FROM pg_temp.guards_may();
 ALTER EXTENSION webhook_idem UPDATE TO '0.2.0';
 SELECT extversion FROM pg_extension WHERE extname = 'webhook_idem';
@@ -205,6 +234,11 @@ SELECT * FROM pg_temp.guards_may();
 SELECT count(*) AS granted_on_by_guard_columns
   FROM pg_class c, LATERAL aclexplode(c.relacl) x
  WHERE c.relnamespace = 'webhook_idem'::regnamespace AND x.grantor = 'guard_columns'::regrole;
+SELECT count(*) AS admin_grant_options
+  FROM pg_class c, LATERAL aclexplode(c.relacl) x
+ WHERE c.relnamespace = 'webhook_idem'::regnamespace AND x.grantee = 'webhook_idem_admin'::regrole
+   AND x.is_grantable;
+SELECT has_table_privilege('webhook_idem_admin', 'webhook_idem.events', 'SELECT') AS admin_still_reads_events;
 -- A fresh install, with default privileges for such a role.
 DROP EXTENSION webhook_idem;
 ALTER DEFAULT PRIVILEGES GRANT SELECT, INSERT ON TABLES TO "Guard Reader";

@@ -25,6 +25,9 @@
 #include "pg/queue.h"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 
@@ -268,6 +271,35 @@ RelationOpenTo(Oid relid, const char *name, AclMode privs, const char *verb)
 	return NULL;
 }
 
+/* A role other than a superuser with the privileges of pg_write_all_data
+ * or pg_read_all_data (which pass over every table's grants), as a
+ * message, or NULL. */
+static char *
+AllDataRoleFault(void)
+{
+	Relation	authid = table_open(AuthIdRelationId, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(authid, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tup;
+	char	   *fault = NULL;
+
+	while (fault == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_authid role = (Form_pg_authid) GETSTRUCT(tup);
+
+		if (role->rolsuper || role->oid == ROLE_PG_WRITE_ALL_DATA || role->oid == ROLE_PG_READ_ALL_DATA)
+			continue;
+		if (has_privs_of_role(role->oid, ROLE_PG_WRITE_ALL_DATA))
+			fault = psprintf("role \"%s\" may write every table (pg_write_all_data), pg_net's included",
+							 NameStr(role->rolname));
+		else if (has_privs_of_role(role->oid, ROLE_PG_READ_ALL_DATA))
+			fault = psprintf("role \"%s\" may read every table (pg_read_all_data), pg_net's included",
+							 NameStr(role->rolname));
+	}
+	systable_endscan(scan);
+	table_close(authid, AccessShareLock);
+	return fault;
+}
+
 /*
  * Why the relay cannot trust pg_net, as a message, with *hint; NULL if it
  * can. It sends through net.http_post as a superuser, and believes
@@ -321,6 +353,12 @@ PgNetTablesFault(const char **hint)
 			return psprintf("%s may create objects in schema net", GranteeDescription(creator));
 		}
 	}
+	if ((fault = AllDataRoleFault()) != NULL)
+	{
+		*hint = "REVOKE pg_write_all_data and pg_read_all_data from roles that are not superusers, "
+			"where the relay runs.";
+		return fault;
+	}
 	for (const char *table : tables)
 	{
 		Oid			relid = get_relname_relid(table, nsp);
@@ -332,7 +370,7 @@ PgNetTablesFault(const char **hint)
 		if ((fault = RelationOpenTo(relid, name, writes, "write")) != NULL ||
 			(fault = RelationOpenTo(relid, name, ACL_SELECT, "read")) != NULL)
 			return fault;
-		if ((fault = TriggerFault(relid, name, &trigger_hint)) != NULL)
+		if ((fault = TriggerFault(relid, name, false, &trigger_hint)) != NULL)
 		{
 			*hint = trigger_hint;
 			return fault;
@@ -838,7 +876,7 @@ ForwardStep(Oid pg_net, int max)
 	settled = SettleSent(epoch, max);
 	settled += SendDue(epoch, max);
 
-	AtEOXact_GUC(true, save_nestlevel);
+	AtEOXact_GUC(false, save_nestlevel);
 	return settled;
 }
 

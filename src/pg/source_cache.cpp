@@ -310,8 +310,24 @@ ObjectOwner(Oid classid, Oid objid)
 	return owner;
 }
 
+/* True if function foid is a member of extension webhook_idem. */
+static bool
+IsExtensionFunction(Oid foid)
+{
+	Oid			ext = get_extension_oid("webhook_idem", true);
+	Relation	depend;
+	bool		member;
+
+	if (!OidIsValid(ext))
+		return false;
+	depend = table_open(DependRelationId, AccessShareLock);
+	member = IsExtensionMember(depend, ProcedureRelationId, foid, ext);
+	table_close(depend, AccessShareLock);
+	return member;
+}
+
 char *
-TriggerFault(Oid relid, const char *table, char **hint)
+TriggerFault(Oid relid, const char *table, bool watch, char **hint)
 {
 	Relation	trigrel;
 	ScanKeyData key;
@@ -327,17 +343,34 @@ TriggerFault(Oid relid, const char *table, char **hint)
 	{
 		Form_pg_trigger trig = (Form_pg_trigger) GETSTRUCT(tup);
 		Oid			owner = ObjectOwner(ProcedureRelationId, trig->tgfoid);
+		const char *name = quote_identifier(NameStr(trig->tgname));
 
-		Watch(&watched_procs, PROCOID, trig->tgfoid);
+		if (watch)
+			Watch(&watched_procs, PROCOID, trig->tgfoid);
 		if (OidIsValid(owner) && !superuser_arg(owner))
 		{
 			*hint = psprintf("DROP TRIGGER %s ON %s, or give function %s to a superuser.",
-							 quote_identifier(NameStr(trig->tgname)), table,
-							 format_procedure_qualified(trig->tgfoid));
+							 name, table, format_procedure_qualified(trig->tgfoid));
 			fault = psprintf("trigger %s on table %s runs function %s, owned by role \"%s\", "
 							 "which is not a superuser",
-							 quote_identifier(NameStr(trig->tgname)), table,
-							 format_procedure_qualified(trig->tgfoid), GetUserNameFromId(owner, false));
+							 name, table, format_procedure_qualified(trig->tgfoid),
+							 GetUserNameFromId(owner, false));
+		}
+		/*
+		 * A WHEN condition is code run as whoever writes the table, written
+		 * by whoever made the trigger (a role that once had TRIGGER on it,
+		 * as a superuser's later audit trigger would be: no catalog says
+		 * which), and what it calls need not be its function's: a role's
+		 * function, or a superuser's that runs any statement it is given
+		 * (query_to_xml). Only the extension's own triggers have one.
+		 */
+		else if (!heap_attisnull(tup, Anum_pg_trigger_tgqual, RelationGetDescr(trigrel)) &&
+				 !IsExtensionFunction(trig->tgfoid))
+		{
+			*hint = psprintf("DROP TRIGGER %s ON %s, or create it again with its condition inside its function.",
+							 name, table);
+			fault = psprintf("trigger %s on table %s has a WHEN condition, which would run as "
+							 "whoever writes the table", name, table);
 		}
 	}
 	systable_endscan(scan);
@@ -376,7 +409,7 @@ TableFault(Oid relid, char **hint)
 						 quote_identifier(GetUserNameFromId(grantee, false)));
 		return psprintf("%s may create triggers on table %s", GranteeDescription(grantee), table);
 	}
-	return has_triggers ? TriggerFault(relid, table, hint) : NULL;
+	return has_triggers ? TriggerFault(relid, table, true, hint) : NULL;
 }
 
 /* At use: why member (classid, objid) of the extension cannot be run or

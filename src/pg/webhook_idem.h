@@ -163,8 +163,9 @@ bool		AclGrantsOthers(Datum acl_datum, bool isnull, Oid owner, AclMode privs, Oi
 /* Why a superuser must not write table relid (named table in messages),
  * as a message (and *hint), or NULL: a trigger on it runs a function that
  * a role other than a superuser owns, and may replace with code of its
- * own. Watches those functions (a change forgets the schema's verdict). */
-char	   *TriggerFault(Oid relid, const char *table, char **hint);
+ * own; or has a WHEN condition and is not the extension's. With watch,
+ * watches those functions (a change forgets the schema's verdict). */
+char	   *TriggerFault(Oid relid, const char *table, bool watch, char **hint);
 
 /* A grantee for a message: PUBLIC, or role "name". */
 const char *GranteeDescription(Oid grantee);

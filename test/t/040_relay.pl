@@ -557,6 +557,36 @@ ok(outbox_drained("event_id = 'open-3'", 30), 'the trigger dropped, the forward 
 is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
 	'f', 'still no superuser');
 
+# A trigger whose function is a superuser's (a built-in) but whose WHEN
+# condition calls the role's own: the condition runs as the relay's
+# superuser all the same.
+$node->safe_psql(
+	'postgres', q{
+GRANT TRIGGER ON net.http_request_queue TO net_planter;
+SET ROLE net_planter;
+CREATE FUNCTION planted.cond() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+    EXECUTE 'ALTER ROLE net_planter SUPERUSER';
+  END IF;
+  RETURN false;
+END $$;
+CREATE TRIGGER planted_when BEFORE INSERT ON net.http_request_queue
+  FOR EACH ROW WHEN (planted.cond()) EXECUTE FUNCTION suppress_redundant_updates_trigger();
+RESET ROLE;
+REVOKE TRIGGER ON net.http_request_queue FROM net_planter;
+});
+is(deliver('up_lost', 'open-4'), 'applied', 'an event applied while a planted WHEN condition is on pg_net\'s queue');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while trigger planted_when on table net\.http_request_queue has a WHEN condition/,
+	'the relay refuses while a trigger on pg_net\'s tables has a condition of someone\'s');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
+	'f', 'and the condition never ran as the relay\'s superuser');
+$node->safe_psql('postgres', 'DROP TRIGGER planted_when ON net.http_request_queue');
+ok(outbox_drained("event_id = 'open-4'", 30), 'the trigger dropped, the forward is sent');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'net_planter'"),
+	'f', 'no superuser');
+
 # A role that may create objects in schema net could add an overload of
 # http_post that takes the relay's calls.
 $node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA net TO net_planter');
@@ -564,6 +594,12 @@ $node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA net TO net_planter');
 like($err, qr/the relay does not forward while role "net_planter" may create objects in schema net/,
 	'the relay refuses while another role may create objects in schema net');
 $node->safe_psql('postgres', 'REVOKE CREATE ON SCHEMA net FROM net_planter');
+# pg_write_all_data and pg_read_all_data pass over every table's grants.
+$node->safe_psql('postgres', 'CREATE ROLE all_writer; GRANT pg_write_all_data TO all_writer');
+($rc, $out, $err) = $node->psql('postgres', 'SELECT webhook_idem.forward_pending()');
+like($err, qr/the relay does not forward while role "all_writer" may write every table \(pg_write_all_data\)/,
+	'the relay refuses while a role that is not a superuser has pg_write_all_data');
+$node->safe_psql('postgres', 'DROP ROLE all_writer');
 
 # ---------------------------------------------------------------------
 # 9. pg_net's http_post is PL/pgSQL with no search_path of its own: the

@@ -1286,30 +1286,39 @@ BEGIN
          AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'webhook_idem')),
     granted AS (
       SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind,
-             c.oid::regclass::text AS object, a.grantee, a.privilege_type AS privilege, c.relowner AS owner
+             c.oid::regclass::text AS object, a.grantee, a.privilege_type AS privilege,
+             a.is_grantable, c.relowner AS owner
         FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid,
              LATERAL aclexplode(c.relacl) a
       UNION ALL
       -- A column's grants are its own (pg_attribute.attacl).
       SELECT 'TABLE', c.oid::regclass::text, a.grantee,
-             format('%s (%I)', a.privilege_type, att.attname), c.relowner
+             format('%s (%I)', a.privilege_type, att.attname), a.is_grantable, c.relowner
         FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
-             JOIN pg_attribute att ON att.attrelid = c.oid AND att.attnum > 0,
+             JOIN pg_attribute att ON att.attrelid = c.oid AND att.attnum > 0 AND NOT att.attisdropped,
              LATERAL aclexplode(att.attacl) a
       UNION ALL
-      SELECT 'FUNCTION', p.oid::regprocedure::text, a.grantee, a.privilege_type, p.proowner
+      SELECT 'FUNCTION', p.oid::regprocedure::text, a.grantee, a.privilege_type, a.is_grantable, p.proowner
         FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid,
              LATERAL aclexplode(p.proacl) a)
     -- regrole's text is the name quoted where it must be, as a REVOKE takes it.
     SELECT kind, object, privilege,
-           CASE grantee WHEN 0 THEN 'PUBLIC' ELSE grantee::regrole::text END AS grantee
+           CASE grantee WHEN 0 THEN 'PUBLIC' ELSE grantee::regrole::text END AS grantee,
+           split_part(privilege, ' ', 1) IN ('TRIGGER', 'TRUNCATE', 'REFERENCES')
+             OR grantee <> ALL (coalesce(keep, '{}')::oid[]) AS revoke_all
       FROM granted
      WHERE grantee <> owner
        AND (split_part(privilege, ' ', 1) IN ('TRIGGER', 'TRUNCATE', 'REFERENCES')
-            OR grantee <> ALL (coalesce(keep, '{}')::oid[]))
+            OR grantee <> ALL (coalesce(keep, '{}')::oid[])
+            OR is_grantable)
   LOOP
-    -- CASCADE: and what the role granted on to others with a grant option.
-    EXECUTE format('REVOKE %s ON %s %s FROM %s CASCADE', g.privilege, g.kind, g.object, g.grantee);
+    -- CASCADE: and what the role granted on to others. A kept role keeps
+    -- its privilege but not the grant option (the extension gives none),
+    -- and what it granted on goes with it: a superuser's REVOKE acts for
+    -- the owner, and reaches no grant another role made.
+    EXECUTE format('REVOKE %s%s ON %s %s FROM %s CASCADE',
+                   CASE WHEN g.revoke_all THEN '' ELSE 'GRANT OPTION FOR ' END,
+                   g.privilege, g.kind, g.object, g.grantee);
   END LOOP;
 END
 $$;
