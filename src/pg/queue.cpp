@@ -689,6 +689,42 @@ ClaimAsInDatabaseWorker(bool on)
 }
 
 /*
+ * The in-database workers' walk leaves out the queues of workers of your
+ * own (AppliedInDatabase) before it locks any of their rows: a row locked
+ * only to be passed over was skipped meanwhile (SKIP LOCKED) by those
+ * workers' own claim_next, which found nothing due, and cost every idle
+ * in-database worker a durable commit a second while it was due.
+ */
+static void
+SkipQueuesOfYourOwn(DueScan *scan)
+{
+	static SPIPlanPtr plan = NULL;
+	char	  **names;
+	uint64		n;
+	int			rc;
+
+	/* Candidates only (async, no handler: AppliedInDatabase decides), so
+	 * that a claim does not look up every source. */
+	plan = KeepPlan(&plan,
+					"SELECT source FROM webhook_idem.sources"
+					" WHERE mode OPERATOR(pg_catalog.=) 'async' AND handler IS NULL", 0, NULL);
+	rc = SPI_execute_plan(plan, NULL, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the sources failed: %s", SPI_result_code_string(rc));
+	n = SPI_processed;
+	names = (char **) palloc(sizeof(char *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+	for (uint64 i = 0; i < n; i++)
+	{
+		WiSource   *src = names[i] != NULL ? LookupSource(names[i]) : NULL;
+
+		if (src != NULL && !AppliedInDatabase(src))
+			DueScanSkipSource(scan, names[i]);
+	}
+}
+
+/*
  * claim_next, complete, fail and extend run with the rights of the
  * extension's owner, taken here rather than by SECURITY DEFINER so that
  * the role calling them is known (current_user: the session's role, a
@@ -774,6 +810,8 @@ webhook_idem_claim_next(PG_FUNCTION_ARGS)
 	LockEventsForWrite();
 	LockOrderForWrite();
 	DueScanInit(&scan, source, true);	/* a claim follows the last one */
+	if (claim_as_in_database_worker && source == NULL)
+		SkipQueuesOfYourOwn(&scan);
 	while (claimed < batch)
 	{
 		EventRow	row;

@@ -1,0 +1,42 @@
+
+# The in-database workers leave alone the queues of workers of your own
+# (async sources with no handler and nothing to forward): their walk
+# excludes such a source before it locks any of its rows. Before, each
+# worker's walk locked the source's oldest due event (FOR UPDATE SKIP
+# LOCKED) and only then passed over it: a claim_next of your own worker at
+# that moment skipped it and found nothing due, and every idle in-database
+# worker wrote a durable commit a second while the event waited.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use WebhookIdemTest;
+
+my $node = start_node(
+	'own_queue', q{
+shared_preload_libraries = 'webhook_idem'
+webhook_idem.workers = 2
+webhook_idem.database = 'postgres'
+});
+workers_running($node, 2, 'two workers run');
+
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION webhook_idem;
+SELECT FROM webhook_idem.register_source(source => 'own', scheme => 'none', mode => 'async');
+});
+is($node->safe_psql('postgres', q{SELECT status FROM webhook_idem.apply_event('own', '{"id": "e1"}')}),
+	'queued', 'an event queued for workers of your own');
+
+# The workers walk at least once a second, woken or not.
+sleep 3;
+is($node->safe_psql('postgres', "SELECT xmax FROM webhook_idem.events WHERE event_id = 'e1'"),
+	'0', 'no in-database worker locked the event meanwhile');
+is( $node->safe_psql('postgres',
+		"SELECT status || ' ' || attempts FROM webhook_idem.claim_next('own', '1 minute', 1)"),
+	'processing 1', 'your own worker claims it');
+
+$node->stop;
+done_testing();
