@@ -147,6 +147,25 @@ CREATE TRIGGER audit_when BEFORE INSERT ON webhook_idem.events
   EXECUTE FUNCTION suppress_redundant_updates_trigger();
 SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_condition_of_builtins;
 DROP TRIGGER audit_when ON webhook_idem.events;
+-- Arguments too: a superuser's trigger function may run what they name
+-- (refint's check_primary_key reads the relation it is given).
+CREATE TRIGGER audit_args BEFORE UPDATE ON webhook_idem.events
+  FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger('app.view_of_mine');
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS trigger_arguments;
+DROP TRIGGER audit_args ON webhook_idem.events;
+-- And code that is no trigger's: a superuser's CHECK constraint or index
+-- on the table that calls a function a role owns (and may replace).
+CREATE FUNCTION public.valid(p jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true';
+ALTER FUNCTION public.valid(jsonb) OWNER TO guard_squatter;
+ALTER TABLE webhook_idem.events ADD CONSTRAINT valid_payload CHECK (public.valid(payload)) NOT VALID;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS check_of_a_role;
+ALTER TABLE webhook_idem.events DROP CONSTRAINT valid_payload;
+CREATE INDEX valid_idx ON webhook_idem.events ((public.valid(payload)));
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS index_of_a_role;
+ALTER FUNCTION public.valid(jsonb) OWNER TO CURRENT_USER;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS index_of_a_superuser;
+DROP INDEX webhook_idem.valid_idx;
+DROP FUNCTION public.valid(jsonb);
 DROP FUNCTION public.audit_when();
 ALTER TABLE webhook_idem.event_order OWNER TO guard_squatter;
 SELECT pg_temp.deliver('webhook_idem', 'e5') AS table_given_away;

@@ -20,9 +20,12 @@ extern "C" {
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/objectaddress.h"
+#include "catalog/pg_attrdef.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "commands/extension.h"
@@ -372,9 +375,96 @@ TriggerFault(Oid relid, const char *table, bool watch, char **hint)
 			fault = psprintf("trigger %s on table %s has a WHEN condition, which would run as "
 							 "whoever writes the table", name, table);
 		}
+		/* Arguments too, for the same reason: a superuser's trigger
+		 * function may run what they name (refint's check_primary_key
+		 * reads the relation it is given, a role's view over its own
+		 * function). */
+		else if (trig->tgnargs > 0 && !IsExtensionFunction(trig->tgfoid))
+		{
+			*hint = psprintf("DROP TRIGGER %s ON %s, or create it again without arguments.", name, table);
+			fault = psprintf("trigger %s on table %s passes arguments to function %s, which may run "
+							 "what they name as whoever writes the table", name, table,
+							 format_procedure_qualified(trig->tgfoid));
+		}
 	}
 	systable_endscan(scan);
 	table_close(trigrel, AccessShareLock);
+	return fault;
+}
+
+/* Why code a role other than a superuser may replace would run where
+ * object (classid, objid), which belongs to table relid, is evaluated: a
+ * function, operator or type it refers to (pg_depend) that such a role
+ * owns. Watches those functions and types. */
+static char *
+ReferencedCodeFault(Relation depend, Oid classid, Oid objid, const char *table, char **hint)
+{
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *fault = NULL;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(classid));
+	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
+	while (fault == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress user;
+		ObjectAddress code;
+		Oid			owner;
+
+		if (d->refclassid == ProcedureRelationId)
+			Watch(&watched_procs, PROCOID, d->refobjid);
+		else if (d->refclassid == TypeRelationId)
+			Watch(&watched_types, TYPEOID, d->refobjid);
+		else if (d->refclassid != OperatorRelationId)
+			continue;
+		owner = ObjectOwner(d->refclassid, d->refobjid);
+		if (!OidIsValid(owner) || superuser_arg(owner))
+			continue;
+		ObjectAddressSubSet(user, classid, objid, d->objsubid);
+		ObjectAddressSet(code, d->refclassid, d->refobjid);
+		*hint = psprintf("Drop it, or give %s to a superuser.", getObjectDescription(&code, false));
+		fault = psprintf("%s uses %s, owned by role \"%s\", which is not a superuser: it would run "
+						 "as whoever writes table %s",
+						 getObjectDescription(&user, false), getObjectDescription(&code, false),
+						 GetUserNameFromId(owner, false), table);
+	}
+	systable_endscan(scan);
+	return fault;
+}
+
+/* Beyond its triggers, what of table relid runs code when it is written:
+ * its columns' types, its constraints, its columns' defaults and
+ * generated expressions, its indexes' expressions and predicates
+ * (ReferencedCodeFault on each). */
+static char *
+DependentCodeFault(Oid relid, const char *table, char **hint)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *fault = ReferencedCodeFault(depend, RelationRelationId, relid, table, hint);
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (fault == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (d->classid == ConstraintRelationId || d->classid == AttrDefaultRelationId ||
+			(d->classid == RelationRelationId && get_rel_relkind(d->objid) == RELKIND_INDEX))
+			fault = ReferencedCodeFault(depend, d->classid, d->objid, table, hint);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
 	return fault;
 }
 
@@ -393,6 +483,7 @@ TableFault(Oid relid, char **hint)
 	bool		granted;
 	bool		has_triggers;
 	char	   *table;
+	char	   *fault;
 
 	if (!HeapTupleIsValid(tup))
 		return NULL;
@@ -409,7 +500,9 @@ TableFault(Oid relid, char **hint)
 						 quote_identifier(GetUserNameFromId(grantee, false)));
 		return psprintf("%s may create triggers on table %s", GranteeDescription(grantee), table);
 	}
-	return has_triggers ? TriggerFault(relid, table, true, hint) : NULL;
+	if (has_triggers && (fault = TriggerFault(relid, table, true, hint)) != NULL)
+		return fault;
+	return DependentCodeFault(relid, table, hint);
 }
 
 /* At use: why member (classid, objid) of the extension cannot be run or
