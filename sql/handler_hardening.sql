@@ -198,7 +198,19 @@ RESET ROLE;
 SELECT handler_owner, secrets FROM webhook_idem.sources JOIN webhook_idem.source_secrets USING (source)
  WHERE source = 'hh9r';
 REVOKE hh_admin FROM hh_member;
+-- Nor may a source be taken over while it has unfinished events: accepted
+-- under one owner's settings, they would run the other's handler (an
+-- event a taker accepted unsigned, replayed once the owner has it back).
+SELECT source FROM webhook_idem.register_source('hh9t', 'none', mode => 'async');
+SELECT status FROM webhook_idem.apply_event('hh9t', '{"id": "t1"}');
 SET ROLE hh_admin;
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('hh9t', 'none', mode => 'async')$$) AS take_over_unfinished;
+SELECT pg_temp.err($$UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'hh9t'$$) AS write_unfinished;
+RESET ROLE;
+SELECT webhook_idem.drop_source('hh9t', force => true);
+SELECT source FROM webhook_idem.register_source('hh9t', 'none', mode => 'async');
+SET ROLE hh_admin;
+SELECT source, handler_owner FROM webhook_idem.register_source('hh9t', 'none', mode => 'async');
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);
 RESET ROLE;
@@ -375,7 +387,7 @@ SELECT count(*) AS cursors_left FROM pg_cursors;
 COMMIT;
 SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh11', 'hh11a') ORDER BY id;
 DROP SCHEMA hh_recv CASCADE;
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh9r', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh9r', 'hh9t', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
 DROP SCHEMA hh CASCADE;
 DROP SCHEMA hh_t CASCADE;
 DROP ROLE hh_admin, hh_other, hh_http, hh_member, hh_team;

@@ -101,6 +101,20 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- Raises: source cannot be taken over from owner while it has unfinished
+-- events or forwards (_forget_taken_secrets and its shard form).
+CREATE FUNCTION webhook_idem._refuse_take_over(source text, owner regrole) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  RAISE EXCEPTION 'source "%" cannot be taken over while it has unfinished events or forwards', source
+    USING ERRCODE = 'object_in_use',
+          DETAIL = format('They were accepted under the settings of its owner, role %s: they would run another owner''s handler, or be signed with its secret.', owner),
+          HINT = 'Let them finish, or call drop_source(source, force => true) first; or have a role with the owner''s privileges change the source.';
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._refuse_take_over(text, regrole)
+  IS 'Raises 55006: a source is not taken over while it has unfinished events or forwards';
+
 -- A role that takes a source over (writes its row without the privileges
 -- of its owner, and so becomes its owner: register_source, or an UPDATE of
 -- the row) does not inherit the use of the owner's secrets: deliveries the
@@ -111,6 +125,11 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    IF EXISTS (SELECT FROM webhook_idem.events e
+                WHERE e.source = NEW.source AND e.status IN ('queued', 'processing', 'failed', 'dead'))
+       OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
+      PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+    END IF;
     UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
      WHERE ss.source = NEW.source;
   END IF;

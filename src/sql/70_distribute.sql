@@ -100,8 +100,25 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   secrets regclass;
+  shard regclass;
+  unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    -- The source's unfinished events in this node's shards of events (each
+    -- node's copy of sources fires once, as _source_became_async_on_shard).
+    FOR shard IN
+      SELECT webhook_idem._local_shard('webhook_idem.events'::regclass, s.shardid)
+        FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid
+       WHERE s.logicalrelid = 'webhook_idem.events'::regclass
+         AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+    LOOP
+      EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
+                     '   AND e.status IN (''queued'', ''processing'', ''failed'', ''dead''))', shard)
+        INTO unfinished USING NEW.source;
+      IF unfinished THEN
+        PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+      END IF;
+    END LOOP;
     -- This node's copy of the reference table source_secrets (one shard).
     SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
       FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;

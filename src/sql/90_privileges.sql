@@ -118,10 +118,11 @@ GRANT SELECT, DELETE ON webhook_idem.events TO webhook_idem_admin;
 GRANT SELECT, DELETE ON webhook_idem.event_order, webhook_idem.entity_versions TO webhook_idem_admin;
 GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
--- On Citus: the shard forms of the sources' and secrets' triggers, which
--- run as the admin who writes the row, find this node's copy with the
--- first; drop_source asks the second.
-GRANT EXECUTE ON FUNCTION webhook_idem._local_shard(regclass, bigint),
+-- The sources' and secrets' triggers run as the admin who writes the row:
+-- the takeover rule raises through the first; on Citus, their shard forms
+-- find this node's copy with the second, and drop_source asks the third.
+GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
+                          webhook_idem._local_shard(regclass, bigint),
                           webhook_idem._events_distributed() TO webhook_idem_admin;
 
 -- pg_dump keeps sources, secrets and events (the de-duplication record).

@@ -183,6 +183,16 @@ SELECT FROM webhook_idem.register_source(source => 'own_src', scheme => 'hmac', 
 UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'taken_src';
 RESET ROLE;
 });
+# Nor while it has unfinished events (each node checks its own shards).
+$coord->safe_psql('postgres', q{
+SELECT FROM webhook_idem.register_source(source => 'busy_src', scheme => 'none', mode => 'async');
+SELECT FROM webhook_idem.apply_event('busy_src', convert_to('{"id": "b1"}', 'UTF8'));
+});
+($rc, $out, $err) = $coord->psql('postgres',
+	"SET ROLE taker; UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'busy_src'");
+like($err, qr/source "busy_src" cannot be taken over while it has unfinished events/,
+	'a source with unfinished events is not taken over on Citus');
+$coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('busy_src', force => true)");
 # (An admin's own registration writes its secrets through the shard form
 # of the secrets' guard.)
 is( $w1->safe_psql('postgres', "SELECT secrets::text FROM webhook_idem.source_secrets WHERE source = 'own_src'"),

@@ -77,6 +77,20 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- Raises: source cannot be taken over from owner while it has unfinished
+-- events or forwards (_forget_taken_secrets and its shard form).
+CREATE FUNCTION webhook_idem._refuse_take_over(source text, owner regrole) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  RAISE EXCEPTION 'source "%" cannot be taken over while it has unfinished events or forwards', source
+    USING ERRCODE = 'object_in_use',
+          DETAIL = format('They were accepted under the settings of its owner, role %s: they would run another owner''s handler, or be signed with its secret.', owner),
+          HINT = 'Let them finish, or call drop_source(source, force => true) first; or have a role with the owner''s privileges change the source.';
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._refuse_take_over(text, regrole)
+  IS 'Raises 55006: a source is not taken over while it has unfinished events or forwards';
+
 -- A role that takes a source over (writes its row without the privileges
 -- of its owner, and so becomes its owner: register_source, or an UPDATE of
 -- the row) does not inherit the use of the owner's secrets: deliveries the
@@ -87,6 +101,11 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    IF EXISTS (SELECT FROM webhook_idem.events e
+                WHERE e.source = NEW.source AND e.status IN ('queued', 'processing', 'failed', 'dead'))
+       OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
+      PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+    END IF;
     UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
      WHERE ss.source = NEW.source;
   END IF;
@@ -710,8 +729,25 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   secrets regclass;
+  shard regclass;
+  unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    -- The source's unfinished events in this node's shards of events (each
+    -- node's copy of sources fires once, as _source_became_async_on_shard).
+    FOR shard IN
+      SELECT webhook_idem._local_shard('webhook_idem.events'::regclass, s.shardid)
+        FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid
+       WHERE s.logicalrelid = 'webhook_idem.events'::regclass
+         AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
+    LOOP
+      EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
+                     '   AND e.status IN (''queued'', ''processing'', ''failed'', ''dead''))', shard)
+        INTO unfinished USING NEW.source;
+      IF unfinished THEN
+        PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+      END IF;
+    END LOOP;
     -- This node's copy of the reference table source_secrets (one shard).
     SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
       FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;
@@ -1243,10 +1279,12 @@ REVOKE ALL ON FUNCTION webhook_idem._claim_here(text, text, boolean) FROM PUBLIC
 REVOKE ALL ON FUNCTION webhook_idem._events_distributed() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._purge_distributed(interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._local_shard(regclass, bigint) FROM PUBLIC;
--- On Citus: the shard forms of the sources' and secrets' triggers, which
--- run as the admin who writes the row, find this node's copy with the
--- first; drop_source asks the second.
-GRANT EXECUTE ON FUNCTION webhook_idem._local_shard(regclass, bigint),
+REVOKE ALL ON FUNCTION webhook_idem._refuse_take_over(text, regrole) FROM PUBLIC;
+-- The sources' and secrets' triggers run as the admin who writes the row:
+-- the takeover rule raises through the first; on Citus, their shard forms
+-- find this node's copy with the second, and drop_source asks the third.
+GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
+                          webhook_idem._local_shard(regclass, bigint),
                           webhook_idem._events_distributed() TO webhook_idem_admin;
 REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets_on_shard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._forget_taken_secrets_on_shard() FROM PUBLIC;
