@@ -211,6 +211,20 @@ SELECT webhook_idem.drop_source('hh9t', force => true);
 SELECT source FROM webhook_idem.register_source('hh9t', 'none', mode => 'async');
 SET ROLE hh_admin;
 SELECT source, handler_owner FROM webhook_idem.register_source('hh9t', 'none', mode => 'async');
+-- Nor by deleting its row and registering it again: only a role with the
+-- owner's privileges, or a superuser, drops a source. And not under
+-- REPEATABLE READ, whose snapshot may miss an event queued meanwhile.
+RESET ROLE;
+SELECT source FROM webhook_idem.register_source('hh9u', 'none', mode => 'async');
+SET ROLE hh_admin;
+SELECT pg_temp.err($$DELETE FROM webhook_idem.sources WHERE source = 'hh9u'$$) AS delete_of_another;
+SELECT pg_temp.err($$SELECT webhook_idem.drop_source('hh9u')$$) AS drop_of_another;
+RESET ROLE;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET LOCAL ROLE hh_admin;
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('hh9u', 'none', mode => 'async')$$) AS take_over_repeatable_read;
+ROLLBACK;
+SET ROLE hh_admin;
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);
 RESET ROLE;
@@ -387,7 +401,7 @@ SELECT count(*) AS cursors_left FROM pg_cursors;
 COMMIT;
 SELECT event_id, status, result FROM webhook_idem.events WHERE source IN ('hh11', 'hh11a') ORDER BY id;
 DROP SCHEMA hh_recv CASCADE;
-SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh9r', 'hh9t', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
+SELECT webhook_idem.drop_source(s, true) FROM unnest(ARRAY['hh1', 'hh7', 'hh8', 'hh8c', 'hh9', 'hh9d', 'hh9r', 'hh9t', 'hh9u', 'hh6', 'hh10', 'hh10a', 'hh11', 'hh11a']) s;
 DROP SCHEMA hh CASCADE;
 DROP SCHEMA hh_t CASCADE;
 DROP ROLE hh_admin, hh_other, hh_http, hh_member, hh_team;

@@ -165,6 +165,24 @@ SELECT pg_temp.deliver('webhook_idem', 'e5') AS index_of_a_role;
 ALTER FUNCTION public.valid(jsonb) OWNER TO CURRENT_USER;
 SELECT pg_temp.deliver('webhook_idem', 'e5') AS index_of_a_superuser;
 DROP INDEX webhook_idem.valid_idx;
+-- Through a superuser's operator whose function is a role's, and through
+-- a superuser's domain whose constraint calls it; and any rule.
+CREATE FUNCTION public.same(a jsonb, b jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT true';
+ALTER FUNCTION public.same(jsonb, jsonb) OWNER TO guard_squatter;
+CREATE OPERATOR public.=~~= (FUNCTION = public.same, LEFTARG = jsonb, RIGHTARG = jsonb);
+ALTER TABLE webhook_idem.events ADD CONSTRAINT same_payload CHECK (payload OPERATOR(public.=~~=) payload) NOT VALID;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS operator_of_a_role;
+ALTER TABLE webhook_idem.events DROP CONSTRAINT same_payload;
+DROP OPERATOR public.=~~= (jsonb, jsonb);
+CREATE DOMAIN public.checked_jsonb AS jsonb CHECK (public.same(VALUE, VALUE));
+ALTER TABLE webhook_idem.events ADD CONSTRAINT checked_payload CHECK ((payload::public.checked_jsonb) IS NOT NULL) NOT VALID;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS domain_of_a_role;
+ALTER TABLE webhook_idem.events DROP CONSTRAINT checked_payload;
+DROP DOMAIN public.checked_jsonb;
+DROP FUNCTION public.same(jsonb, jsonb);
+CREATE RULE noted AS ON INSERT TO webhook_idem.events DO ALSO NOTIFY noted;
+SELECT pg_temp.deliver('webhook_idem', 'e5') AS a_rule;
+DROP RULE noted ON webhook_idem.events;
 DROP FUNCTION public.valid(jsonb);
 DROP FUNCTION public.audit_when();
 ALTER TABLE webhook_idem.event_order OWNER TO guard_squatter;

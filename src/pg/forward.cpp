@@ -370,7 +370,8 @@ PgNetTablesFault(const char **hint)
 		if ((fault = RelationOpenTo(relid, name, writes, "write")) != NULL ||
 			(fault = RelationOpenTo(relid, name, ACL_SELECT, "read")) != NULL)
 			return fault;
-		if ((fault = TriggerFault(relid, name, false, &trigger_hint)) != NULL)
+		if ((fault = TriggerFault(relid, name, false, &trigger_hint)) != NULL ||
+			(fault = DependentCodeFault(relid, name, &trigger_hint)) != NULL)
 		{
 			*hint = trigger_hint;
 			return fault;

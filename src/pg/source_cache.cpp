@@ -27,6 +27,8 @@ extern "C" {
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_rewrite.h"
+#include "catalog/pg_statistic_ext.h"
 #include "catalog/pg_trigger.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
@@ -392,12 +394,75 @@ TriggerFault(Oid relid, const char *table, bool watch, char **hint)
 	return fault;
 }
 
-/* Why code a role other than a superuser may replace would run where
- * object (classid, objid), which belongs to table relid, is evaluated: a
- * function, operator or type it refers to (pg_depend) that such a role
- * owns. Watches those functions and types. */
+static char *ReferencedCodeFault(Relation depend, Oid classid, Oid objid, const char *table,
+								 char **hint, int depth);
+
+/* The fault of code (refclassid, refobjid) that object user of table
+ * `table` uses, or NULL: a function or operator (and the operator's
+ * function) owned by a role other than a superuser, which may replace it;
+ * a type such a role owns, or a domain whose constraints use such code. */
 static char *
-ReferencedCodeFault(Relation depend, Oid classid, Oid objid, const char *table, char **hint)
+CodeFault(Relation depend, const ObjectAddress *user, Oid refclassid, Oid refobjid,
+		  const char *table, char **hint, int depth)
+{
+	ObjectAddress code;
+	Oid			owner;
+
+	if (refclassid == ProcedureRelationId)
+		Watch(&watched_procs, PROCOID, refobjid);
+	else if (refclassid == TypeRelationId)
+		Watch(&watched_types, TYPEOID, refobjid);
+	else if (refclassid != OperatorRelationId)
+		return NULL;
+	owner = ObjectOwner(refclassid, refobjid);
+	ObjectAddressSet(code, refclassid, refobjid);
+	if (OidIsValid(owner) && !superuser_arg(owner))
+	{
+		*hint = psprintf("Drop it, or give %s to a superuser.", getObjectDescription(&code, false));
+		return psprintf("%s uses %s, owned by role \"%s\", which is not a superuser: it would run "
+						"as whoever writes table %s", getObjectDescription(user, false),
+						getObjectDescription(&code, false), GetUserNameFromId(owner, false), table);
+	}
+	/* An operator runs its function; a domain, its constraints. */
+	if (refclassid == OperatorRelationId && OidIsValid(get_opcode(refobjid)))
+		return CodeFault(depend, user, ProcedureRelationId, get_opcode(refobjid), table, hint, depth);
+	if (refclassid == TypeRelationId && get_typtype(refobjid) == TYPTYPE_DOMAIN && depth < 8)
+	{
+		ScanKeyData keys[2];
+		SysScanDesc scan;
+		HeapTuple	tup;
+		char	   *fault = ReferencedCodeFault(depend, TypeRelationId, refobjid, table, hint, depth + 1);
+
+		ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(TypeRelationId));
+		ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(refobjid));
+		scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+		while (fault == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+			if (d->classid == ConstraintRelationId)
+				fault = ReferencedCodeFault(depend, d->classid, d->objid, table, hint, depth + 1);
+		}
+		systable_endscan(scan);
+		return fault;
+	}
+	return NULL;
+}
+
+/*
+ * Why object (classid, objid) of table `table` (a constraint, a column's
+ * default or generated expression, an index, extended statistics, the
+ * table itself for its columns' types, or a domain's constraint) runs
+ * code that a role other than a superuser may replace: CodeFault on each
+ * function, operator and type it refers to (pg_depend). Watches them.
+ * (A superuser's own function that calls a role's is a superuser's
+ * doing, as for a trigger's function: what it calls is not followed.)
+ */
+static char *
+ReferencedCodeFault(Relation depend, Oid classid, Oid objid, const char *table, char **hint,
+					int depth)
 {
 	ScanKeyData keys[2];
 	SysScanDesc scan;
@@ -413,43 +478,44 @@ ReferencedCodeFault(Relation depend, Oid classid, Oid objid, const char *table, 
 	{
 		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
 		ObjectAddress user;
-		ObjectAddress code;
-		Oid			owner;
 
-		if (d->refclassid == ProcedureRelationId)
-			Watch(&watched_procs, PROCOID, d->refobjid);
-		else if (d->refclassid == TypeRelationId)
-			Watch(&watched_types, TYPEOID, d->refobjid);
-		else if (d->refclassid != OperatorRelationId)
-			continue;
-		owner = ObjectOwner(d->refclassid, d->refobjid);
-		if (!OidIsValid(owner) || superuser_arg(owner))
-			continue;
 		ObjectAddressSubSet(user, classid, objid, d->objsubid);
-		ObjectAddressSet(code, d->refclassid, d->refobjid);
-		*hint = psprintf("Drop it, or give %s to a superuser.", getObjectDescription(&code, false));
-		fault = psprintf("%s uses %s, owned by role \"%s\", which is not a superuser: it would run "
-						 "as whoever writes table %s",
-						 getObjectDescription(&user, false), getObjectDescription(&code, false),
-						 GetUserNameFromId(owner, false), table);
+		fault = CodeFault(depend, &user, d->refclassid, d->refobjid, table, hint, depth);
 	}
 	systable_endscan(scan);
 	return fault;
 }
 
-/* Beyond its triggers, what of table relid runs code when it is written:
- * its columns' types, its constraints, its columns' defaults and
- * generated expressions, its indexes' expressions and predicates
- * (ReferencedCodeFault on each). */
-static char *
+char *
 DependentCodeFault(Oid relid, const char *table, char **hint)
 {
-	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	Relation	depend;
 	ScanKeyData keys[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
-	char	   *fault = ReferencedCodeFault(depend, RelationRelationId, relid, table, hint);
+	char	   *fault;
+	bool		has_rules = false;
 
+	/* (relhasrules may stay set once its rules are gone: pg_rewrite.) */
+	{
+		Relation	rewrite = table_open(RewriteRelationId, AccessShareLock);
+		ScanKeyData key;
+		SysScanDesc rscan;
+
+		ScanKeyInit(&key, Anum_pg_rewrite_ev_class, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(relid));
+		rscan = systable_beginscan(rewrite, RewriteRelRulenameIndexId, true, NULL, 1, &key);
+		has_rules = HeapTupleIsValid(systable_getnext(rscan));
+		systable_endscan(rscan);
+		table_close(rewrite, AccessShareLock);
+	}
+	if (has_rules)
+	{
+		*hint = psprintf("Drop the rules on %s.", table);
+		return psprintf("table %s has rules, which would run as whoever writes it", table);
+	}
+	depend = table_open(DependRelationId, AccessShareLock);
+	fault = ReferencedCodeFault(depend, RelationRelationId, relid, table, hint, 0);
 	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(RelationRelationId));
 	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
@@ -460,8 +526,9 @@ DependentCodeFault(Oid relid, const char *table, char **hint)
 		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
 
 		if (d->classid == ConstraintRelationId || d->classid == AttrDefaultRelationId ||
+			d->classid == StatisticExtRelationId ||
 			(d->classid == RelationRelationId && get_rel_relkind(d->objid) == RELKIND_INDEX))
-			fault = ReferencedCodeFault(depend, d->classid, d->objid, table, hint);
+			fault = ReferencedCodeFault(depend, d->classid, d->objid, table, hint, 0);
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);

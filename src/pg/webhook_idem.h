@@ -167,6 +167,14 @@ bool		AclGrantsOthers(Datum acl_datum, bool isnull, Oid owner, AclMode privs, Oi
  * watches those functions (a change forgets the schema's verdict). */
 char	   *TriggerFault(Oid relid, const char *table, bool watch, char **hint);
 
+/* Why a superuser must not write table relid (named table in messages),
+ * beyond its triggers, as a message (and *hint), or NULL: it has rules,
+ * or a constraint, column default or generated expression, index,
+ * extended statistics or column type of it uses a function, operator (or
+ * its function) or type (or a domain's constraints' code) that a role
+ * other than a superuser owns. Watches those functions and types. */
+char	   *DependentCodeFault(Oid relid, const char *table, char **hint);
+
 /* A grantee for a message: PUBLIC, or role "name". */
 const char *GranteeDescription(Oid grantee);
 

@@ -104,6 +104,11 @@ DECLARE
   unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
+        USING ERRCODE = 'object_in_use',
+              HINT = 'Register it again in a READ COMMITTED transaction.';
+    END IF;
     -- The source's unfinished events in this node's shards of events (each
     -- node's copy of sources fires once, as _source_became_async_on_shard).
     FOR shard IN

@@ -101,6 +101,12 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    -- What is unfinished now, not as a snapshot taken earlier saw it.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
+        USING ERRCODE = 'object_in_use',
+              HINT = 'Register it again in a READ COMMITTED transaction.';
+    END IF;
     IF EXISTS (SELECT FROM webhook_idem.events e
                 WHERE e.source = NEW.source AND e.status IN ('queued', 'processing', 'failed', 'dead'))
        OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
@@ -119,6 +125,27 @@ CREATE TRIGGER forget_taken_secrets AFTER UPDATE ON webhook_idem.sources
   EXECUTE FUNCTION webhook_idem._forget_taken_secrets();
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
 
+-- Nor by deleting its row and registering it again (events keep no
+-- foreign key to their source): only a role with the privileges of a
+-- source's owner (or a superuser) deletes its row, drop_source included.
+CREATE FUNCTION webhook_idem._guard_source_delete() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    RAISE EXCEPTION 'permission denied to drop source "%"', OLD.source
+      USING ERRCODE = 'insufficient_privilege',
+            DETAIL = format('Its events were accepted under the settings of its owner, role %s: dropped and registered again by another role, those left unfinished would run that role''s handler.', OLD.handler_owner),
+            HINT = 'Have a role with the owner''s privileges, or a superuser, drop it.';
+  END IF;
+  RETURN OLD;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._guard_source_delete()
+  IS 'Trigger: only a role with the privileges of a source''s owner deletes its row';
+CREATE TRIGGER guard_delete BEFORE DELETE ON webhook_idem.sources
+  FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_delete();
+ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER guard_delete;
+
 -- What a handler must be, the one definition the runtime path uses too
 -- (it is checked again whenever the handler is about to run): a plain
 -- function f(jsonb) RETURNS jsonb | void, not in a temporary schema,
@@ -130,6 +157,7 @@ COMMENT ON FUNCTION webhook_idem._check_handler(regprocedure, regrole)
   IS 'Raises unless handler may run as the handler of a source owned by owner';
 REVOKE ALL ON FUNCTION webhook_idem._guard_source_secrets() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._forget_taken_secrets() FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._guard_source_delete() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_idem._check_handler(regprocedure, regrole) TO webhook_idem_admin;
 
@@ -733,6 +761,11 @@ DECLARE
   unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
+        USING ERRCODE = 'object_in_use',
+              HINT = 'Register it again in a READ COMMITTED transaction.';
+    END IF;
     -- The source's unfinished events in this node's shards of events (each
     -- node's copy of sources fires once, as _source_became_async_on_shard).
     FOR shard IN
