@@ -38,5 +38,27 @@ is( $node->safe_psql('postgres',
 		"SELECT status || ' ' || attempts FROM webhook_idem.claim_next('own', '1 minute', 1)"),
 	'processing 1', 'your own worker claims it');
 
+# A source that becomes such a queue after the workers have listed them
+# (they keep the list until the sources change) is left alone too.
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE applied_log (event_id text NOT NULL);
+CREATE FUNCTION on_event(p jsonb) RETURNS jsonb LANGUAGE sql AS
+  $$ INSERT INTO applied_log VALUES (p->>'id') RETURNING jsonb_build_object('applied', p->>'id') $$;
+SELECT FROM webhook_idem.register_source(source => 'later', scheme => 'none', mode => 'async',
+  handler => 'on_event(jsonb)'::regprocedure);
+});
+is($node->safe_psql('postgres', q{SELECT status FROM webhook_idem.apply_event('later', '{"id": "l1"}')}),
+	'queued', 'an event queued for the in-database workers');
+ok($node->poll_query_until('postgres', "SELECT status FROM webhook_idem.events WHERE event_id = 'l1'", 'applied'),
+	'which they apply');
+$node->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'later', scheme => 'none', mode => 'async')");
+is($node->safe_psql('postgres', q{SELECT status FROM webhook_idem.apply_event('later', '{"id": "l2"}')}),
+	'queued', 'the source registered again with no handler: an event queued for workers of your own');
+sleep 3;
+is($node->safe_psql('postgres', "SELECT xmax FROM webhook_idem.events WHERE event_id = 'l2'"),
+	'0', 'no in-database worker locked it');
+
 $node->stop;
 done_testing();
