@@ -124,11 +124,17 @@ SourcesInvalidated(Datum, Oid relid)
 			ForgetSchemaVerdict();
 }
 
+/* Adds oid to w (once: the relay checks pg_net's tables at every step). */
 static void
 Watch(WatchedObjects *w, int cacheid, Oid oid)
 {
+	uint32		hash = GetSysCacheHashValue1(cacheid, ObjectIdGetDatum(oid));
+
+	for (int i = 0; i < w->n; i++)
+		if (w->hashes[i] == hash)
+			return;
 	if (w->n < WI_WATCHED_OBJECTS)
-		w->hashes[w->n++] = GetSysCacheHashValue1(cacheid, ObjectIdGetDatum(oid));
+		w->hashes[w->n++] = hash;
 	else
 		w->overflow = true;
 }
