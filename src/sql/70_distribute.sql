@@ -73,6 +73,25 @@ $$;
 COMMENT ON FUNCTION webhook_idem._local_shard(regclass, bigint)
   IS 'The shard of an extension table with this shard id on this node (Citus)';
 
+-- This node's shards of webhook_idem.events (Citus).
+-- (PL/pgSQL: Citus's catalogs are looked up when it runs, not when the
+-- extension is installed.)
+CREATE FUNCTION webhook_idem._local_event_shards()
+  RETURNS SETOF regclass
+  LANGUAGE plpgsql STABLE
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+BEGIN
+  RETURN QUERY
+    SELECT webhook_idem._local_shard('webhook_idem.events'::regclass, s.shardid)
+      FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid
+     WHERE s.logicalrelid = 'webhook_idem.events'::regclass
+       AND p.groupid = (SELECT groupid FROM pg_dist_local_group);
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._local_event_shards()
+  IS 'This node''s shards of webhook_idem.events (Citus)';
+
 CREATE FUNCTION webhook_idem._guard_source_secrets_on_shard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -111,12 +130,7 @@ BEGIN
     END IF;
     -- The source's unfinished events in this node's shards of events (each
     -- node's copy of sources fires once, as _source_became_async_on_shard).
-    FOR shard IN
-      SELECT webhook_idem._local_shard('webhook_idem.events'::regclass, s.shardid)
-        FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid
-       WHERE s.logicalrelid = 'webhook_idem.events'::regclass
-         AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
-    LOOP
+    FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
       EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
                      '   AND e.status IN (''queued'', ''processing'', ''failed'', ''dead''))', shard)
         INTO unfinished USING NEW.source;
@@ -144,12 +158,7 @@ DECLARE
 BEGIN
   -- Each node's copy of sources fires once: it makes due the events in
   -- that node's shards of events.
-  FOR shard IN
-    SELECT webhook_idem._local_shard('webhook_idem.events'::regclass, s.shardid)
-      FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid
-     WHERE s.logicalrelid = 'webhook_idem.events'::regclass
-       AND p.groupid = (SELECT groupid FROM pg_dist_local_group)
-  LOOP
+  FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
     EXECUTE format('UPDATE %s e SET next_attempt_at = now()'
                    ' WHERE e.source OPERATOR(pg_catalog.=) $1'
                    '   AND e.status IN (''queued'', ''failed'')'

@@ -123,6 +123,7 @@ GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_ide
 -- find this node's copy with the second, and drop_source asks the third.
 GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
                           webhook_idem._local_shard(regclass, bigint),
+                          webhook_idem._local_event_shards(),
                           webhook_idem._events_distributed() TO webhook_idem_admin;
 
 -- pg_dump keeps sources, secrets and events (the de-duplication record).
