@@ -224,6 +224,11 @@ BEGIN ISOLATION LEVEL REPEATABLE READ;
 SET LOCAL ROLE hh_admin;
 SELECT pg_temp.err($$SELECT webhook_idem.register_source('hh9u', 'none', mode => 'async')$$) AS take_over_repeatable_read;
 ROLLBACK;
+-- Nor dropped so (a delivery that committed after its snapshot would be
+-- neither counted nor deleted, and outlive its source).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT pg_temp.err($$SELECT webhook_idem.drop_source('hh9u', force => true)$$) AS drop_repeatable_read;
+ROLLBACK;
 SET ROLE hh_admin;
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);

@@ -556,7 +556,8 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 	wi::Status	st;
 	Outcome		o;
 
-	LockEventsForWrite();
+	/* (The writers' lock on events is held: apply_event took it before it
+	 * looked the source up.) */
 	if (order != NULL)
 		LockOrderForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
@@ -1045,6 +1046,14 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	SetUserIdAndSecContext(ExtensionOwner(), caller_sec | SECURITY_LOCAL_USERID_CHANGE);
 
 	SPI_connect();
+
+	/*
+	 * The writers' lock on events before the source is looked up: a
+	 * takeover or drop_source in flight (_hold_deliveries) is waited for,
+	 * and this delivery is then admitted under what it left; one that
+	 * starts after this lock waits for this delivery, and counts its event.
+	 */
+	LockEventsForWrite();
 	src = FindSource(source, &misconfigured);
 	if (misconfigured != NULL)
 		o = MakeOutcome("failed", 500, NULL, misconfigured);

@@ -37,6 +37,7 @@ extern "C" {
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(webhook_idem_sources_changed);
+PG_FUNCTION_INFO_V1(webhook_idem_hold_deliveries);
 PG_FUNCTION_INFO_V1(webhook_idem_check_schema);
 }
 
@@ -1364,6 +1365,40 @@ bool
 SourceCacheTrusted(void)
 {
 	return TriggersFireAlways();
+}
+
+/*
+ * webhook_idem._hold_deliveries(source text, change text) RETURNS void:
+ * waits for every call in flight that writes events in this database (a
+ * delivery, a worker's claim or application) to end, and keeps new ones
+ * from starting until this transaction ends: ShareRowExclusiveLock on
+ * events, which conflicts with the writers' lock (LockEventsForWrite) that
+ * apply_event takes before it looks its source up. A takeover and
+ * drop_source take it before they look for the source's unfinished
+ * events, so that they find every event accepted under its old settings,
+ * and every delivery after them is admitted under the new ones. Under READ
+ * COMMITTED only: a snapshot taken before the wait would not see what the
+ * calls waited for committed (55006, "source <source> is <change> under
+ * READ COMMITTED only"). Self-conflicting: two of them, each writing
+ * events after, never deadlock on the upgrade.
+ */
+extern "C" Datum
+webhook_idem_hold_deliveries(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source and change must not be NULL")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("source \"%s\" is %s under READ COMMITTED only",
+						text_to_cstring(PG_GETARG_TEXT_PP(0)), text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errdetail("Its unfinished events are looked for after the deliveries in flight have ended;"
+						   " this transaction's snapshot, taken before, would not see theirs."),
+				 errhint("Do it in a READ COMMITTED transaction.")));
+	(void) LockEventsRelation(ShareRowExclusiveLock);
+	PG_RETURN_VOID();
 }
 
 /* Statement and row trigger on sources and source_secrets: tells every

@@ -101,6 +101,20 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- Waits for every call in flight that writes events (a delivery, a
+-- worker's claim or application) and holds new ones until this
+-- transaction ends (a lock on events that conflicts with the one
+-- apply_event takes before it looks its source up): a takeover and
+-- drop_source take it before they count a source's unfinished events, so
+-- that no delivery accepted under the old settings is missed, and none is
+-- admitted under them afterwards. Raises 55006 unless under READ
+-- COMMITTED ("source <source> is <change> under READ COMMITTED only"):
+-- an older snapshot would miss the events of what it waited for.
+CREATE FUNCTION webhook_idem._hold_deliveries(source text, change text) RETURNS void
+  LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_hold_deliveries';
+COMMENT ON FUNCTION webhook_idem._hold_deliveries(text, text)
+  IS 'Under READ COMMITTED only: waits for the calls writing events in flight and holds new ones until this transaction ends';
+
 -- Raises: source cannot be taken over from owner while it has unfinished
 -- events or forwards (_forget_taken_secrets and its shard form).
 CREATE FUNCTION webhook_idem._refuse_take_over(source text, owner regrole) RETURNS void
@@ -125,14 +139,10 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    -- What is unfinished now, not as a snapshot taken earlier saw it.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
-        USING ERRCODE = 'object_in_use',
-              HINT = 'Register it again in a READ COMMITTED transaction.';
-    END IF;
+    -- What is unfinished once the deliveries in flight have ended.
+    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
     IF EXISTS (SELECT FROM webhook_idem.events e
-                WHERE e.source = NEW.source AND e.status IN ('queued', 'processing', 'failed', 'dead'))
+                WHERE e.source = NEW.source AND webhook_idem._unfinished(e.status))
        OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
       PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
     END IF;
@@ -361,8 +371,10 @@ BEGIN
   IF webhook_idem._events_distributed() THEN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
   END IF;
+  -- Counts the events of deliveries in flight too, and admits none after.
+  PERFORM webhook_idem._hold_deliveries(drop_source.source, 'dropped');
   SELECT count(*) INTO unfinished FROM webhook_idem.events e
-   WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
+   WHERE e.source = drop_source.source AND webhook_idem._unfinished(e.status);
   IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
     RAISE EXCEPTION 'source "%" has % unfinished event(s)', drop_source.source, unfinished
       USING ERRCODE = 'object_in_use',

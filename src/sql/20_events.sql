@@ -7,6 +7,15 @@
 CREATE TYPE webhook_idem.event_status AS ENUM ('queued', 'processing', 'applied', 'failed', 'dead', 'stale');
 COMMENT ON TYPE webhook_idem.event_status IS 'queued, processing, applied, failed, dead or stale';
 
+-- An event not finished: it may still run a handler (queued, processing,
+-- failed) or be replayed (dead). drop_source and a takeover refuse while a
+-- source has one.
+CREATE FUNCTION webhook_idem._unfinished(status webhook_idem.event_status) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN status IN ('queued', 'processing', 'failed', 'dead');
+COMMENT ON FUNCTION webhook_idem._unfinished(webhook_idem.event_status)
+  IS 'True for an event that is not finished: queued, processing, failed or dead';
+
 -- One row per (source, event_id). There is deliberately no foreign key to
 -- sources: the check would cost a query on every delivery, and drop_source
 -- deletes a source's events itself.

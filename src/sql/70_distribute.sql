@@ -123,16 +123,15 @@ DECLARE
   unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
-        USING ERRCODE = 'object_in_use',
-              HINT = 'Register it again in a READ COMMITTED transaction.';
-    END IF;
     -- The source's unfinished events in this node's shards of events (each
-    -- node's copy of sources fires once, as _source_became_async_on_shard).
+    -- node's copy of sources fires once, as _source_became_async_on_shard),
+    -- once the deliveries in flight here have ended, and those writing
+    -- into these shards from other nodes.
+    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
     FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
+      EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', shard);
       EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
-                     '   AND e.status IN (''queued'', ''processing'', ''failed'', ''dead''))', shard)
+                     '   AND webhook_idem._unfinished(e.status))', shard)
         INTO unfinished USING NEW.source;
       IF unfinished THEN
         PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);

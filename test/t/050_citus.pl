@@ -193,6 +193,42 @@ SELECT FROM webhook_idem.apply_event('busy_src', convert_to('{"id": "b1"}', 'UTF
 like($err, qr/source "busy_src" cannot be taken over while it has unfinished events/,
 	'a source with unfinished events is not taken over on Citus');
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('busy_src', force => true)");
+# Nor while a delivery is in flight through another node, its event going
+# to a shard on a third (docs/security.md): the takeover waits for it,
+# counts its event and refuses.
+$coord->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'flight_src', scheme => 'none', mode => 'async')");
+my $flight_id;
+for my $i (1 .. 200)
+{
+	if (shard_port("flight-$i") == $w2->port) { $flight_id = "flight-$i"; last; }
+}
+{
+	my $flight = $w1->background_psql('postgres');
+	$flight->query_safe('BEGIN');
+	is($flight->query_safe(deliver_sql('flight_src', $flight_id)),
+		'queued', 'a delivery through worker1 is queued, not committed');
+	my $take = $coord->background_psql('postgres', on_error_stop => 0);
+	$take->query_until(qr/taking/, "\\echo taking\nSET ROLE taker;\n"
+		  . "UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'flight_src';\n");
+	ok( $w1->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE webhook_idem.sources%'})
+		  || $w2->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE webhook_idem.sources%'}),
+		'the takeover waits for the delivery in flight');
+	$flight->query_safe('COMMIT');
+	$take->query('SELECT 1');
+	like($take->{stderr}, qr/source "flight_src" cannot be taken over while it has unfinished events/,
+		'then counts its event and refuses');
+	$take->quit;
+	$flight->quit;
+}
+is( $w2->safe_psql('postgres',
+		"SELECT handler_owner::text FROM webhook_idem.sources WHERE source = 'flight_src'"),
+	'postgres', 'the source keeps its owner');
+$coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('flight_src', force => true)");
 # (An admin's own registration writes its secrets through the shard form
 # of the secrets' guard.)
 is( $w1->safe_psql('postgres', "SELECT secrets::text FROM webhook_idem.source_secrets WHERE source = 'own_src'"),

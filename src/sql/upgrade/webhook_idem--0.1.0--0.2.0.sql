@@ -77,6 +77,20 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
+-- Waits for every call in flight that writes events (a delivery, a
+-- worker's claim or application) and holds new ones until this
+-- transaction ends (a lock on events that conflicts with the one
+-- apply_event takes before it looks its source up): a takeover and
+-- drop_source take it before they count a source's unfinished events, so
+-- that no delivery accepted under the old settings is missed, and none is
+-- admitted under them afterwards. Raises 55006 unless under READ
+-- COMMITTED ("source <source> is <change> under READ COMMITTED only"):
+-- an older snapshot would miss the events of what it waited for.
+CREATE FUNCTION webhook_idem._hold_deliveries(source text, change text) RETURNS void
+  LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_hold_deliveries';
+COMMENT ON FUNCTION webhook_idem._hold_deliveries(text, text)
+  IS 'Under READ COMMITTED only: waits for the calls writing events in flight and holds new ones until this transaction ends';
+
 -- Raises: source cannot be taken over from owner while it has unfinished
 -- events or forwards (_forget_taken_secrets and its shard form).
 CREATE FUNCTION webhook_idem._refuse_take_over(source text, owner regrole) RETURNS void
@@ -101,14 +115,10 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    -- What is unfinished now, not as a snapshot taken earlier saw it.
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
-        USING ERRCODE = 'object_in_use',
-              HINT = 'Register it again in a READ COMMITTED transaction.';
-    END IF;
+    -- What is unfinished once the deliveries in flight have ended.
+    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
     IF EXISTS (SELECT FROM webhook_idem.events e
-                WHERE e.source = NEW.source AND e.status IN ('queued', 'processing', 'failed', 'dead'))
+                WHERE e.source = NEW.source AND webhook_idem._unfinished(e.status))
        OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
       PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
     END IF;
@@ -780,16 +790,15 @@ DECLARE
   unfinished boolean;
 BEGIN
   IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-      RAISE EXCEPTION 'source "%" is taken over under READ COMMITTED only', NEW.source
-        USING ERRCODE = 'object_in_use',
-              HINT = 'Register it again in a READ COMMITTED transaction.';
-    END IF;
     -- The source's unfinished events in this node's shards of events (each
-    -- node's copy of sources fires once, as _source_became_async_on_shard).
+    -- node's copy of sources fires once, as _source_became_async_on_shard),
+    -- once the deliveries in flight here have ended, and those writing
+    -- into these shards from other nodes.
+    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
     FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
+      EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', shard);
       EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
-                     '   AND e.status IN (''queued'', ''processing'', ''failed'', ''dead''))', shard)
+                     '   AND webhook_idem._unfinished(e.status))', shard)
         INTO unfinished USING NEW.source;
       IF unfinished THEN
         PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
@@ -1094,6 +1103,16 @@ COMMENT ON FUNCTION webhook_idem.undistribute()
 -- transaction, so the stats view compares it as text (as the install does).
 ALTER TYPE webhook_idem.event_status ADD VALUE 'stale';
 COMMENT ON TYPE webhook_idem.event_status IS 'queued, processing, applied, failed, dead or stale';
+
+-- An event not finished: it may still run a handler (queued, processing,
+-- failed) or be replayed (dead). drop_source and a takeover refuse while a
+-- source has one.
+CREATE FUNCTION webhook_idem._unfinished(status webhook_idem.event_status) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN status IN ('queued', 'processing', 'failed', 'dead');
+COMMENT ON FUNCTION webhook_idem._unfinished(webhook_idem.event_status)
+  IS 'True for an event that is not finished: queued, processing, failed or dead';
+REVOKE ALL ON FUNCTION webhook_idem._unfinished(webhook_idem.event_status) FROM PUBLIC;
 CREATE OR REPLACE VIEW webhook_idem.stats AS
   SELECT s.source,
          s.mode,
@@ -1175,8 +1194,10 @@ BEGIN
   IF webhook_idem._events_distributed() THEN
     PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
   END IF;
+  -- Counts the events of deliveries in flight too, and admits none after.
+  PERFORM webhook_idem._hold_deliveries(drop_source.source, 'dropped');
   SELECT count(*) INTO unfinished FROM webhook_idem.events e
-   WHERE e.source = drop_source.source AND e.status IN ('queued', 'processing', 'failed', 'dead');
+   WHERE e.source = drop_source.source AND webhook_idem._unfinished(e.status);
   IF unfinished > 0 AND NOT coalesce(drop_source.force, false) THEN
     RAISE EXCEPTION 'source "%" has % unfinished event(s)', drop_source.source, unfinished
       USING ERRCODE = 'object_in_use',
@@ -1323,10 +1344,14 @@ REVOKE ALL ON FUNCTION webhook_idem._purge_distributed(interval, integer) FROM P
 REVOKE ALL ON FUNCTION webhook_idem._local_shard(regclass, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._local_event_shards() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._refuse_take_over(text, regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._hold_deliveries(text, text) FROM PUBLIC;
 -- The sources' and secrets' triggers run as the admin who writes the row:
--- the takeover rule raises through the first; on Citus, their shard forms
--- find this node's copy with the second, and drop_source asks the third.
+-- the takeover rule holds deliveries, counts unfinished events and raises
+-- through the first three; on Citus, their shard forms find this node's
+-- copies with the next two, and drop_source asks the last.
 GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
+                          webhook_idem._hold_deliveries(text, text),
+                          webhook_idem._unfinished(webhook_idem.event_status),
                           webhook_idem._local_shard(regclass, bigint),
                           webhook_idem._local_event_shards(),
                           webhook_idem._events_distributed() TO webhook_idem_admin;
