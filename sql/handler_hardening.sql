@@ -229,6 +229,22 @@ ROLLBACK;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT pg_temp.err($$SELECT webhook_idem.drop_source('hh9u', force => true)$$) AS drop_repeatable_read;
 ROLLBACK;
+-- Nor handed, with unfinished events, to a role with privileges its owner
+-- lacks: a superuser registering an admin's source again would run, with
+-- its own handler, what the admin's secret let its holders sign.
+SET ROLE hh_admin;
+SELECT source FROM webhook_idem.register_source('hh9v', 'none', mode => 'async');
+SELECT status FROM webhook_idem.apply_event('hh9v', '{"id": "v1"}');
+RESET ROLE;
+SELECT pg_temp.err($$SELECT webhook_idem.register_source('hh9v', 'none', handler => 'hh.su_handler(jsonb)', mode => 'async')$$) AS hand_to_superuser;
+SELECT handler_owner FROM webhook_idem.sources WHERE source = 'hh9v';
+-- Nor is its row deleted while it has unfinished events, even by its
+-- owner: they would outlive it and run the handler of whoever registers
+-- the name next. drop_source with force deletes them with it.
+SET ROLE hh_admin;
+SELECT pg_temp.err($$DELETE FROM webhook_idem.sources WHERE source = 'hh9v'$$) AS delete_unfinished;
+SELECT webhook_idem.drop_source('hh9v', force => true);
+RESET ROLE;
 SET ROLE hh_admin;
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);

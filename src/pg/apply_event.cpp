@@ -556,8 +556,7 @@ Deliver(WiSource *src, const char *data, int len, const unsigned char *digest, J
 	wi::Status	st;
 	Outcome		o;
 
-	/* (The writers' lock on events is held: apply_event took it before it
-	 * looked the source up.) */
+	LockEventsForWrite();
 	if (order != NULL)
 		LockOrderForWrite();
 	SET_VARSIZE(sha, VARHDRSZ + wi::kSha256Size);
@@ -1048,12 +1047,12 @@ webhook_idem_apply_event(PG_FUNCTION_ARGS)
 	SPI_connect();
 
 	/*
-	 * The writers' lock on events before the source is looked up: a
-	 * takeover or drop_source in flight (_hold_deliveries) is waited for,
-	 * and this delivery is then admitted under what it left; one that
-	 * starts after this lock waits for this delivery, and counts its event.
+	 * The source's lock before it is looked up: a takeover or drop_source
+	 * of it in flight (_hold_deliveries) is waited for, and this delivery
+	 * is then admitted under what it left; one that starts after this
+	 * waits for this delivery to commit, and counts its event.
 	 */
-	LockEventsForWrite();
+	LockSourceDeliveries(source, ShareLock);
 	src = FindSource(source, &misconfigured);
 	if (misconfigured != NULL)
 		o = MakeOutcome("failed", 500, NULL, misconfigured);

@@ -10,6 +10,8 @@
  * Ordered sources also lock the entity an event is about (objsubid 22346,
  * the same key derivation over (source, entity)), always after the event's
  * claim; the entity whose handler this backend is running is busy too.
+ * A delivery also holds its source's lock (objsubid 22347, the key of
+ * (source, "")) shared, against a takeover or drop of that source.
  */
 #include "pg/boundary.h"
 #include "pg/distribute.h"
@@ -17,6 +19,7 @@
 
 #define WI_LOCK_SPACE 22345		/* 0x5749, "WI" */
 #define WI_ENTITY_LOCK_SPACE 22346	/* an entity of an ordered source */
+#define WI_SOURCE_LOCK_SPACE 22347	/* a source's deliveries */
 
 extern "C" {
 PG_FUNCTION_INFO_V1(webhook_idem_try_claim);
@@ -151,6 +154,18 @@ LockEntity(const char *source, const char *entity, bool wait)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key,
 						 WI_ENTITY_LOCK_SPACE);
 	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+void
+LockSourceDeliveries(const char *source, LOCKMODE mode)
+{
+	/* (The claim key's derivation over (source, ""): its own lock space.) */
+	uint64_t	key = ClaimKey(source, "");
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key,
+						 WI_SOURCE_LOCK_SPACE);
+	(void) LockAcquire(&tag, mode, false, false);
 }
 
 /*

@@ -1369,18 +1369,17 @@ SourceCacheTrusted(void)
 
 /*
  * webhook_idem._hold_deliveries(source text, change text) RETURNS void:
- * waits for every call in flight that writes events in this database (a
- * delivery, a worker's claim or application) to end, and keeps new ones
- * from starting until this transaction ends: ShareRowExclusiveLock on
- * events, which conflicts with the writers' lock (LockEventsForWrite) that
- * apply_event takes before it looks its source up. A takeover and
- * drop_source take it before they look for the source's unfinished
- * events, so that they find every event accepted under its old settings,
- * and every delivery after them is admitted under the new ones. Under READ
- * COMMITTED only: a snapshot taken before the wait would not see what the
- * calls waited for committed (55006, "source <source> is <change> under
- * READ COMMITTED only"). Self-conflicting: two of them, each writing
- * events after, never deadlock on the upgrade.
+ * waits for the deliveries of source in flight (apply_event holds the
+ * source's lock, LockSourceDeliveries, from before it looks the source up
+ * to its commit) and keeps new ones from looking it up until this
+ * transaction ends. A takeover and drop_source take it before they look
+ * for the source's unfinished events, so that they find every event
+ * accepted under its old settings, and every delivery after them is
+ * admitted under the new ones. (The in-database and your own workers need
+ * not be waited for: they work on events already there, which the look
+ * finds.) Under READ COMMITTED only: a snapshot taken before the wait
+ * would not see what the deliveries waited for committed (55006, "source
+ * <source> is <change> under READ COMMITTED only").
  */
 extern "C" Datum
 webhook_idem_hold_deliveries(PG_FUNCTION_ARGS)
@@ -1397,7 +1396,7 @@ webhook_idem_hold_deliveries(PG_FUNCTION_ARGS)
 				 errdetail("Its unfinished events are looked for after the deliveries in flight have ended;"
 						   " this transaction's snapshot, taken before, would not see theirs."),
 				 errhint("Do it in a READ COMMITTED transaction.")));
-	(void) LockEventsRelation(ShareRowExclusiveLock);
+	LockSourceDeliveries(text_to_cstring(PG_GETARG_TEXT_PP(0)), ExclusiveLock);
 	PG_RETURN_VOID();
 }
 

@@ -282,6 +282,15 @@ void		PopAppliedEvents(int depth);
  * false, returns false at once if another transaction holds it. */
 bool		LockEntity(const char *source, const char *entity, bool wait);
 
+/* Takes the transaction-scoped lock on a source's deliveries (objsubid
+ * 22347, keyed by the source's name, whether or not it is registered):
+ * ShareLock by apply_event before it looks the source up, ExclusiveLock by
+ * _hold_deliveries, which a takeover and drop_source take before they look
+ * for the source's unfinished events. So they wait for the deliveries of
+ * that source in flight, and those that start meanwhile are admitted
+ * under what they leave; deliveries of other sources never wait. */
+void		LockSourceDeliveries(const char *source, LOCKMODE mode);
+
 /* --- handler_rules.cpp ---------------------------------------------- */
 
 /* Why the function in proctup (pg_proc) may not run as the handler of a

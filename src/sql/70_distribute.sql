@@ -119,24 +119,15 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   secrets regclass;
-  shard regclass;
-  unfinished boolean;
+  taken boolean := pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE;
 BEGIN
-  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    -- The source's unfinished events in this node's shards of events (each
-    -- node's copy of sources fires once, as _source_became_async_on_shard),
-    -- once the deliveries in flight here have ended, and those writing
-    -- into these shards from other nodes.
-    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
-    FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
-      EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', shard);
-      EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
-                     '   AND webhook_idem._unfinished(e.status))', shard)
-        INTO unfinished USING NEW.source;
-      IF unfinished THEN
-        PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
-      END IF;
-    END LOOP;
+  -- The rule of _forget_taken_secrets; each node's copy of sources fires
+  -- once, as _source_became_async_on_shard, and looks at its own shards.
+  IF (taken OR pg_has_role(OLD.handler_owner::oid, NEW.handler_owner::oid, 'USAGE') IS NOT TRUE)
+     AND webhook_idem._unfinished_here(NEW.source, 'taken over') THEN
+    PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+  END IF;
+  IF taken THEN
     -- This node's copy of the reference table source_secrets (one shard).
     SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
       FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;

@@ -119,12 +119,13 @@ GRANT SELECT, DELETE ON webhook_idem.event_order, webhook_idem.entity_versions T
 GRANT SELECT ON webhook_idem.dead_letters, webhook_idem.stats TO webhook_idem_admin, webhook_idem_worker;
 GRANT EXECUTE ON FUNCTION webhook_idem._duplicates_answered(text) TO webhook_idem_admin, webhook_idem_worker;
 -- The sources' and secrets' triggers run as the admin who writes the row:
--- the takeover rule holds deliveries, counts unfinished events and raises
--- through the first three; on Citus, their shard forms find this node's
--- copies with the next two, and drop_source asks the last.
+-- the takeover and delete rules hold deliveries and look for unfinished
+-- events through the first four; on Citus, their shard forms find this
+-- node's copies with the next two, and drop_source asks the last.
 GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
                           webhook_idem._hold_deliveries(text, text),
                           webhook_idem._unfinished(webhook_idem.event_status),
+                          webhook_idem._unfinished_here(text, text),
                           webhook_idem._local_shard(regclass, bigint),
                           webhook_idem._local_event_shards(),
                           webhook_idem._events_distributed() TO webhook_idem_admin;

@@ -77,19 +77,50 @@ CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secr
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
--- Waits for every call in flight that writes events (a delivery, a
--- worker's claim or application) and holds new ones until this
--- transaction ends (a lock on events that conflicts with the one
--- apply_event takes before it looks its source up): a takeover and
--- drop_source take it before they count a source's unfinished events, so
--- that no delivery accepted under the old settings is missed, and none is
--- admitted under them afterwards. Raises 55006 unless under READ
--- COMMITTED ("source <source> is <change> under READ COMMITTED only"):
--- an older snapshot would miss the events of what it waited for.
+-- Waits for the deliveries of source in flight and holds new ones until
+-- this transaction ends (a lock each delivery holds, shared, from before
+-- it looks its source up): a takeover and drop_source take it before they
+-- look for a source's unfinished events, so that no delivery accepted
+-- under the old settings is missed, and none is admitted under them
+-- afterwards. Raises 55006 unless under READ COMMITTED ("source <source>
+-- is <change> under READ COMMITTED only"): an older snapshot would miss
+-- the events of what it waited for.
 CREATE FUNCTION webhook_idem._hold_deliveries(source text, change text) RETURNS void
   LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_idem_hold_deliveries';
 COMMENT ON FUNCTION webhook_idem._hold_deliveries(text, text)
-  IS 'Under READ COMMITTED only: waits for the calls writing events in flight and holds new ones until this transaction ends';
+  IS 'Under READ COMMITTED only: waits for the deliveries of a source in flight and holds new ones until this transaction ends';
+
+-- Whether source has unfinished events (_unfinished), looked for once its
+-- deliveries in flight have ended (_hold_deliveries; change says what is
+-- being done, for its error). On Citus, in this node's shards of events,
+-- each locked first against the deliveries of other nodes that write into
+-- it: the sources' triggers fire on every node's copy of sources, and each
+-- looks at its own shards.
+CREATE FUNCTION webhook_idem._unfinished_here(source text, change text) RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  shard regclass;
+  found boolean;
+BEGIN
+  PERFORM webhook_idem._hold_deliveries(source, change);
+  IF NOT webhook_idem._events_distributed() THEN
+    RETURN EXISTS (SELECT FROM webhook_idem.events e
+                    WHERE e.source = _unfinished_here.source AND webhook_idem._unfinished(e.status));
+  END IF;
+  FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', shard);
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
+                   '   AND webhook_idem._unfinished(e.status))', shard)
+      INTO found USING source;
+    IF found THEN
+      RETURN true;
+    END IF;
+  END LOOP;
+  RETURN false;
+END
+$$;
+COMMENT ON FUNCTION webhook_idem._unfinished_here(text, text)
+  IS 'Whether a source has unfinished events here, once its deliveries in flight have ended';
 
 -- Raises: source cannot be taken over from owner while it has unfinished
 -- events or forwards (_forget_taken_secrets and its shard form).
@@ -111,17 +142,22 @@ COMMENT ON FUNCTION webhook_idem._refuse_take_over(text, regrole)
 -- sender signed for the owner would run the taker's handler, and the
 -- forward secret would sign what the taker chose for the owner's
 -- downstream. They are emptied; register_source then writes the taker's.
+-- Nor may the source change hands while it has unfinished events or
+-- forwards, when it is taken over or given to a role with privileges the
+-- owner lacks (a superuser re-registering it, say): accepted under the
+-- owner's settings (which the owner's secret let its holders sign), they
+-- would run the new owner's handler.
 CREATE FUNCTION webhook_idem._forget_taken_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  taken boolean := pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE;
 BEGIN
-  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    -- What is unfinished once the deliveries in flight have ended.
-    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
-    IF EXISTS (SELECT FROM webhook_idem.events e
-                WHERE e.source = NEW.source AND webhook_idem._unfinished(e.status))
-       OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
-      PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
-    END IF;
+  IF (taken OR pg_has_role(OLD.handler_owner::oid, NEW.handler_owner::oid, 'USAGE') IS NOT TRUE)
+     AND (webhook_idem._unfinished_here(NEW.source, 'taken over')
+          OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source)) THEN
+    PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+  END IF;
+  IF taken THEN
     UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
      WHERE ss.source = NEW.source;
   END IF;
@@ -137,7 +173,10 @@ ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER forget_taken_secrets;
 
 -- Nor by deleting its row and registering it again (events keep no
 -- foreign key to their source): only a role with the privileges of a
--- source's owner (or a superuser) deletes its row, drop_source included.
+-- source's owner (or a superuser) deletes its row, drop_source included,
+-- and not while it has unfinished events (drop_source with force deletes
+-- them first), which would outlive it and run the handler of whoever
+-- registers its name next.
 CREATE FUNCTION webhook_idem._guard_source_delete() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -146,6 +185,12 @@ BEGIN
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = format('Its events were accepted under the settings of its owner, role %s: dropped and registered again by another role, those left unfinished would run that role''s handler.', OLD.handler_owner),
             HINT = 'Have a role with the owner''s privileges, or a superuser, drop it.';
+  END IF;
+  IF webhook_idem._unfinished_here(OLD.source, 'dropped') THEN
+    RAISE EXCEPTION 'source "%" has unfinished events', OLD.source
+      USING ERRCODE = 'object_in_use',
+            DETAIL = 'They would outlive its row, and run the handler of whoever registers the name next.',
+            HINT = 'Let them be applied first, or call drop_source(source, force => true), which deletes them with it.';
   END IF;
   RETURN OLD;
 END
@@ -786,24 +831,15 @@ CREATE FUNCTION webhook_idem._forget_taken_secrets_on_shard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   secrets regclass;
-  shard regclass;
-  unfinished boolean;
+  taken boolean := pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE;
 BEGIN
-  IF pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
-    -- The source's unfinished events in this node's shards of events (each
-    -- node's copy of sources fires once, as _source_became_async_on_shard),
-    -- once the deliveries in flight here have ended, and those writing
-    -- into these shards from other nodes.
-    PERFORM webhook_idem._hold_deliveries(NEW.source, 'taken over');
-    FOR shard IN SELECT webhook_idem._local_event_shards() LOOP
-      EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', shard);
-      EXECUTE format('SELECT EXISTS (SELECT FROM %s e WHERE e.source OPERATOR(pg_catalog.=) $1'
-                     '   AND webhook_idem._unfinished(e.status))', shard)
-        INTO unfinished USING NEW.source;
-      IF unfinished THEN
-        PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
-      END IF;
-    END LOOP;
+  -- The rule of _forget_taken_secrets; each node's copy of sources fires
+  -- once, as _source_became_async_on_shard, and looks at its own shards.
+  IF (taken OR pg_has_role(OLD.handler_owner::oid, NEW.handler_owner::oid, 'USAGE') IS NOT TRUE)
+     AND webhook_idem._unfinished_here(NEW.source, 'taken over') THEN
+    PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+  END IF;
+  IF taken THEN
     -- This node's copy of the reference table source_secrets (one shard).
     SELECT webhook_idem._local_shard('webhook_idem.source_secrets'::regclass, s.shardid) INTO secrets
       FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.source_secrets'::regclass;
@@ -1345,13 +1381,15 @@ REVOKE ALL ON FUNCTION webhook_idem._local_shard(regclass, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._local_event_shards() FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._refuse_take_over(text, regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION webhook_idem._hold_deliveries(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_idem._unfinished_here(text, text) FROM PUBLIC;
 -- The sources' and secrets' triggers run as the admin who writes the row:
--- the takeover rule holds deliveries, counts unfinished events and raises
--- through the first three; on Citus, their shard forms find this node's
--- copies with the next two, and drop_source asks the last.
+-- the takeover and delete rules hold deliveries and look for unfinished
+-- events through the first four; on Citus, their shard forms find this
+-- node's copies with the next two, and drop_source asks the last.
 GRANT EXECUTE ON FUNCTION webhook_idem._refuse_take_over(text, regrole),
                           webhook_idem._hold_deliveries(text, text),
                           webhook_idem._unfinished(webhook_idem.event_status),
+                          webhook_idem._unfinished_here(text, text),
                           webhook_idem._local_shard(regclass, bigint),
                           webhook_idem._local_event_shards(),
                           webhook_idem._events_distributed() TO webhook_idem_admin;
