@@ -52,22 +52,6 @@ DefineForwardSettings(void)
 
 /* --- the forwarding sources, per backend ------------------------------ */
 
-static bool fw_callback = false;
-static bool fw_stale = true;
-static Oid	fw_sources_relid = InvalidOid;
-static MemoryContext fw_cxt = NULL;
-static char **fw_names = NULL;
-static int	fw_n = 0;
-
-/* Relcache invalidation: sources changed (its trigger says so for rows of
- * sources and source_secrets), or everything is to be reread. */
-static void
-ForwardingInvalidated(Datum, Oid relid)
-{
-	if (relid == InvalidOid || relid == fw_sources_relid)
-		fw_stale = true;
-}
-
 /* True if this database's webhook_idem has the relay (0.2.0's SQL). */
 static bool
 RelayInstalled(void)
@@ -75,67 +59,32 @@ RelayInstalled(void)
 	return OidIsValid(ExtensionTableRelid("forwards"));
 }
 
-/* Reads the names of the sources with forward_to, with the latest
- * snapshot (as the source cache reads sources). Kept until sources change,
- * if every write to sources invalidates (SourceCacheTrusted); else read
- * again next time. */
-static void
-LoadForwarding(void)
+/* True if the sources table has forward_to and the relay its tables (not
+ * 0.1.0's SQL, as a database not yet updated has). */
+static bool
+ForwardingReadable(void)
 {
-	static SPIPlanPtr plan = NULL;
 	Oid			relid = ExtensionTableRelid("sources");
-	bool		trusted;
-	int			rc;
 
-	if (!fw_callback)
-	{
-		CacheRegisterRelcacheCallback(ForwardingInvalidated, (Datum) 0);
-		fw_callback = true;
-	}
-	if (fw_cxt == NULL)
-		fw_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_idem forwarding sources",
-									   ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(fw_cxt);
-	fw_names = NULL;
-	fw_n = 0;
-	/* An invalidation read from here on makes the list stale again. */
-	fw_stale = false;
-	fw_sources_relid = relid;
-	if (!OidIsValid(relid) || get_attnum(relid, "forward_to") == InvalidAttrNumber ||
-		!RelayInstalled())
-		return;					/* no relay in this database (0.1.0's SQL) */
-
-	trusted = SourceCacheTrusted();
-	plan = KeepPlan(&plan, "SELECT source FROM webhook_idem.sources WHERE forward_to IS NOT NULL",
-					0, NULL);
-	rc = SPI_execute_snapshot(plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot, true,
-							  false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading forwarding sources failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-	{
-		fw_names = (char **) MemoryContextAlloc(fw_cxt, sizeof(char *) * SPI_processed);
-		for (uint64 i = 0; i < SPI_processed; i++)
-			fw_names[fw_n++] = MemoryContextStrdup(fw_cxt,
-												   SPI_getvalue(SPI_tuptable->vals[i],
-																SPI_tuptable->tupdesc, 1));
-	}
-	if (!trusted)
-		fw_stale = true;
+	return OidIsValid(relid) && get_attnum(relid, "forward_to") != InvalidAttrNumber &&
+		RelayInstalled();
 }
 
 bool
 SourceMayForward(const char *source)
 {
-	AcceptInvalidationMessages();
-	if (fw_stale)
-		LoadForwarding();
-	if (fw_n == 0)
+	static SourceNameList forwarding = {
+		"SELECT source FROM webhook_idem.sources WHERE forward_to IS NOT NULL",
+		ForwardingReadable, nullptr
+	};
+
+	SourceNames(&forwarding);
+	if (forwarding.n == 0)
 		return false;
 	if (source == NULL)
 		return true;
-	for (int i = 0; i < fw_n; i++)
-		if (strcmp(fw_names[i], source) == 0)
+	for (int i = 0; i < forwarding.n; i++)
+		if (strcmp(forwarding.names[i], source) == 0)
 			return true;
 	return false;
 }

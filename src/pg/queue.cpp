@@ -695,66 +695,29 @@ ClaimAsInDatabaseWorker(bool on)
  * workers' own claim_next, which found nothing due, and cost every idle
  * in-database worker a durable commit a second while it was due.
  */
+/* Whether the source called name is such a queue (SkipQueuesOfYourOwn). */
+static bool
+IsQueueOfYourOwn(const char *name)
+{
+	WiSource   *src = LookupSource(name);
+
+	return src != NULL && !AppliedInDatabase(src);
+}
+
 static void
 SkipQueuesOfYourOwn(DueScan *scan)
 {
-	/* The names, kept until the sources change (SourceInvalidations). */
-	static MemoryContext cxt = NULL;
-	static char **names = NULL;
-	static int	n_names = 0;
-	static uint64 read_at = 0;
-	static bool read = false;
+	/* Candidates only (async, no handler: AppliedInDatabase decides), so
+	 * that the list is short and cheap to make; kept until sources change. */
+	static SourceNameList own = {
+		"SELECT source FROM webhook_idem.sources"
+		" WHERE mode OPERATOR(pg_catalog.=) 'async' AND handler IS NULL",
+		nullptr, IsQueueOfYourOwn
+	};
 
-	AcceptInvalidationMessages();
-	if (!read || read_at != SourceInvalidations())
-	{
-		static SPIPlanPtr plan = NULL;
-		uint64		at = SourceInvalidations();
-		MemoryContext old;
-		int			rc;
-
-		if (cxt == NULL)
-			cxt = AllocSetContextCreate(TopMemoryContext, "webhook_idem queues of your own",
-										ALLOCSET_SMALL_SIZES);
-		MemoryContextReset(cxt);
-		names = NULL;
-		n_names = 0;
-		read = false;
-		/* Candidates only (async, no handler: AppliedInDatabase decides),
-		 * so that the list is short and cheap to make. */
-		plan = KeepPlan(&plan,
-						"SELECT source FROM webhook_idem.sources"
-						" WHERE mode OPERATOR(pg_catalog.=) 'async' AND handler IS NULL", 0, NULL);
-		rc = SPI_execute_plan(plan, NULL, NULL, true, 0);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "reading the sources failed: %s", SPI_result_code_string(rc));
-		{
-			uint64		n = SPI_processed;
-			SPITupleTable *tt = SPI_tuptable;
-			char	  **found = (char **) MemoryContextAlloc(cxt, sizeof(char *) * Max(n, 1));
-			int			kept = 0;
-
-			for (uint64 i = 0; i < n; i++)
-			{
-				char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-				WiSource   *src = name != NULL ? LookupSource(name) : NULL;
-
-				if (src != NULL && !AppliedInDatabase(src))
-				{
-					old = MemoryContextSwitchTo(cxt);
-					found[kept++] = pstrdup(name);
-					MemoryContextSwitchTo(old);
-				}
-			}
-			names = found;
-			n_names = kept;
-		}
-		/* Kept only if nothing changed while it was read. */
-		read = SourceInvalidations() == at;
-		read_at = at;
-	}
-	for (int i = 0; i < n_names; i++)
-		DueScanSkipSource(scan, names[i]);
+	SourceNames(&own);
+	for (int i = 0; i < own.n; i++)
+		DueScanSkipSource(scan, own.names[i]);
 }
 
 /*

@@ -84,6 +84,9 @@ static SPIPlanPtr load_plans[2] = {NULL, NULL};
 static void
 ForgetCatalogOids(void)
 {
+	/* An invalidation of sources is told by its OID: until the OIDs are
+	 * looked up again, none is, so this counts as one. */
+	invalidations++;
 	sources_relid = secrets_relid = InvalidOid;
 	events_relid = events_seq_relid = InvalidOid;
 	extension_owner = InvalidOid;
@@ -1343,6 +1346,61 @@ uint64
 SourceInvalidations(void)
 {
 	return invalidations;
+}
+
+void
+SourceNames(SourceNameList *list)
+{
+	uint64		at;
+	uint64		n;
+	int			rc;
+
+	AcceptInvalidationMessages();
+	if (list->read && list->read_at == SourceInvalidations())
+		return;
+	/* The OID first, so that the next change to the table is told. */
+	(void) SourcesRelid();
+	at = SourceInvalidations();
+	if (list->cxt == NULL)
+		list->cxt = AllocSetContextCreate(TopMemoryContext, "webhook_idem source names",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(list->cxt);
+	list->names = NULL;
+	list->n = 0;
+	list->read = false;
+	if (list->ready != nullptr && !list->ready())
+		n = 0;
+	else
+	{
+		list->plan = KeepPlan(&list->plan, list->query, 0, NULL);
+		rc = SPI_execute_snapshot(list->plan, NULL, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								  true, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "reading the sources failed: %s", SPI_result_code_string(rc));
+		n = SPI_processed;
+	}
+	if (n > 0)
+	{
+		/* (keep may run statements of its own: the rows are copied first.) */
+		char	  **found = (char **) MemoryContextAlloc(list->cxt, sizeof(char *) * n);
+		int			kept = 0;
+
+		for (uint64 i = 0; i < n; i++)
+		{
+			char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+			if (name != NULL)
+				found[kept++] = MemoryContextStrdup(list->cxt, name);
+		}
+		list->names = found;
+		for (int i = 0; i < kept; i++)
+			if (list->keep == nullptr || list->keep(found[i]))
+				list->names[list->n++] = found[i];
+	}
+	/* Kept only if nothing changed while it was read, and if every write
+	 * to the sources will say so. */
+	list->read = SourceInvalidations() == at && SourceCacheTrusted();
+	list->read_at = at;
 }
 
 WiSource *

@@ -124,6 +124,34 @@ bool		SourceGone(const char *name);
  * derived from those tables be kept past the call that read it. */
 bool		SourceCacheTrusted(void);
 
+/*
+ * The names of the sources a query finds, kept until the sources change:
+ * what a backend derives from the sources table and asks often (the
+ * forwarding sources; the queues the in-database workers leave alone).
+ * Statically initialised with the query and, optionally, ready (false: the
+ * query cannot run here, e.g. 0.1.0's table lacks its column; the list is
+ * empty) and keep (a name is listed only if it says true).
+ */
+typedef struct SourceNameList
+{
+	const char *query;			/* SELECT source FROM webhook_idem.sources ... */
+	bool		(*ready) (void);
+	bool		(*keep) (const char *name);
+	/* Kept by SourceNames: */
+	MemoryContext cxt;
+	SPIPlanPtr	plan;
+	char	  **names;
+	int			n;
+	uint64		read_at;
+	bool		read;
+} SourceNameList;
+
+/* Reads the pending invalidations, and the list again (with the latest
+ * snapshot, as sources are read) if the sources changed since it was read,
+ * or if their writes may not invalidate (SourceCacheTrusted). Needs SPI;
+ * may run a statement, so SPI_tuptable is not kept. */
+void		SourceNames(SourceNameList *list);
+
 /* Parses an event_id_from rule into *rule, allocating in cxt; raises
  * 22023/42601 if it is not a header rule, "sha256" or a JSON path. With
  * strict, a JSON path is evaluated in strict mode. */

@@ -60,5 +60,27 @@ sleep 3;
 is($node->safe_psql('postgres', "SELECT xmax FROM webhook_idem.events WHERE event_id = 'l2'"),
 	'0', 'no in-database worker locked it');
 
+# A queue of your own that gains a handler is the in-database workers'
+# again, even when the transaction that gives it one changes a schema (or
+# a role) first: that makes every backend forget the extension's OIDs, and
+# the sources' invalidation that follows could not be told from another
+# table's; the workers kept passing over the source, and its events waited.
+is($node->safe_psql('postgres', q{SELECT status FROM webhook_idem.apply_event('own', '{"id": "e2"}')}),
+	'queued', 'an event queued for workers of your own');
+sleep 2;
+$node->safe_psql(
+	'postgres', q{
+BEGIN;
+CREATE SCHEMA handlers;
+CREATE FUNCTION handlers.on_event(p jsonb) RETURNS jsonb LANGUAGE sql AS
+  $$ INSERT INTO applied_log VALUES (p->>'id') RETURNING jsonb_build_object('applied', p->>'id') $$;
+SELECT FROM webhook_idem.register_source(source => 'own', scheme => 'none', mode => 'async',
+  handler => 'handlers.on_event(jsonb)'::regprocedure);
+COMMIT;
+});
+ok( $node->poll_query_until('postgres', "SELECT status FROM webhook_idem.events WHERE event_id = 'e2'",
+		'applied'),
+	'the source given a handler: the in-database workers apply its event');
+
 $node->stop;
 done_testing();
