@@ -164,6 +164,8 @@ SELECT pg_temp.err($$INSERT INTO webhook_idem.source_secrets VALUES ('hh9', ARRA
                      ON CONFLICT (source) DO UPDATE SET secrets = ARRAY['mine']$$);
 SELECT pg_temp.err($$DELETE FROM webhook_idem.source_secrets WHERE source = 'hh9';
                      INSERT INTO webhook_idem.source_secrets VALUES ('hh9', ARRAY['mine'])$$);
+-- Nor deletes them (the owner's deliveries would fail).
+SELECT pg_temp.err($$DELETE FROM webhook_idem.source_secrets WHERE source = 'hh9'$$) AS delete_secrets;
 RESET ROLE;
 SELECT * FROM pg_temp.deliver('hh9', '{"id": "s1"}', 'mine');
 -- The sources row cannot name another owner either (INSERT, UPDATE, ON CONFLICT).
@@ -245,6 +247,20 @@ SET ROLE hh_admin;
 SELECT pg_temp.err($$DELETE FROM webhook_idem.sources WHERE source = 'hh9v'$$) AS delete_unfinished;
 SELECT webhook_idem.drop_source('hh9v', force => true);
 RESET ROLE;
+-- Nor does another admin make the owner's handler run an event again
+-- (replay, as the owner: its effects applied twice): only a role with the
+-- owner's privileges, or a superuser, replays (42501).
+SET ROLE hh_admin;
+SELECT source FROM webhook_idem.register_source('hh9x', 'none');
+SELECT status FROM webhook_idem.apply_event('hh9x', '{"id": "x1"}');
+SET ROLE hh_other;
+SELECT pg_temp.err($$SELECT webhook_idem.replay('hh9x', 'x1', force => true)$$) AS replay_of_another;
+SELECT webhook_idem.replay('nosuch', 'x1', force => true) AS replay_of_no_source;
+SET ROLE hh_admin;
+SELECT webhook_idem.replay('hh9x', 'x1', force => true) AS replay_own;
+RESET ROLE;
+SELECT status FROM webhook_idem.events WHERE source = 'hh9x';
+SELECT webhook_idem.drop_source('hh9x', force => true);
 SET ROLE hh_admin;
 -- Now the admin owns hh9 and may set its secrets; the superuser's handler no longer runs.
 SELECT pg_temp.err($$UPDATE webhook_idem.source_secrets SET secrets = ARRAY['mine'] WHERE source = 'hh9'$$);

@@ -21,6 +21,7 @@ PG_FUNCTION_INFO_V1(webhook_idem_claim_next);
 PG_FUNCTION_INFO_V1(webhook_idem_complete);
 PG_FUNCTION_INFO_V1(webhook_idem_fail);
 PG_FUNCTION_INFO_V1(webhook_idem_extend);
+PG_FUNCTION_INFO_V1(webhook_idem_replay);
 }
 
 bool
@@ -975,6 +976,67 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 
 		done = HoldsClaim(PG_GETARG_INT64(0), PG_GETARG_INT32(1), who.role, &row) &&
 			ExtendLease(row.id, row.attempts, lease);
+	}
+	SPI_finish();
+	BecomeCaller(&who);
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * webhook_idem.replay(source text, event_id text, force boolean) RETURNS
+ * boolean: webhook_idem._replay (40_async.sql) run as the extension's
+ * owner, for a caller with the privileges of the source's handler_owner,
+ * or a superuser (42501 otherwise), as drop_source and the takeover rule
+ * require: a replay makes the owner's handler run the event again, which
+ * no other admin may make it do (its effects applied twice; after a
+ * takeover, an event accepted under one owner run by another's handler).
+ * A source that is not registered has nothing to replay: false.
+ */
+extern "C" Datum
+webhook_idem_replay(PG_FUNCTION_ARGS)
+{
+	static const Oid argtypes[3] = {TEXTOID, TEXTOID, BOOLOID};
+	Datum		args[3];
+	bool		done = false;
+	CallerIdentity who;
+	int			rc;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_BOOL(false);
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = BoolGetDatum(!PG_ARGISNULL(2) && PG_GETARG_BOOL(2));
+	who = BecomeExtensionOwner();
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT s.handler_owner::pg_catalog.oid FROM webhook_idem.sources s"
+							   " WHERE s.source OPERATOR(pg_catalog.=) $1",
+							   1, (Oid *) argtypes, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the source failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (isnull || !has_privs_of_role(who.role, owner))
+		{
+			const char *name = isnull ? NULL : GetUserNameFromId(owner, true);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to replay events of source \"%s\"",
+							TextDatumGetCString(args[0])),
+					 errdetail("Its handler runs as role %s: only a role with that role's privileges,"
+							   " or a superuser, makes it run an event again.",
+							   name ? name : "(none)")));
+		}
+		rc = SPI_execute_with_args("SELECT webhook_idem._replay($1, $2, $3)",
+								   3, (Oid *) argtypes, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "replaying the event failed: %s", SPI_result_code_string(rc));
+		done = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) &&
+			!isnull;
 	}
 	SPI_finish();
 	BecomeCaller(&who);

@@ -75,29 +75,31 @@ CREATE TRIGGER keep_name BEFORE UPDATE OF source ON webhook_idem.sources
   EXECUTE FUNCTION webhook_idem._keep_source_name();
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER keep_name;
 
--- The secrets of a source are changed only by a role with the privileges
--- of its owner (the role its handler runs as): else whoever sets them could
--- deliver bodies of their choice that run with another role's rights. A
--- role that wants the source re-registers it, and so becomes its owner.
+-- The secrets of a source are changed (or deleted: its deliveries would
+-- fail) only by a role with the privileges of its owner (the role its
+-- handler runs as): else whoever sets them could deliver bodies of their
+-- choice that run with another role's rights. A role that wants the source
+-- re-registers it, and so becomes its owner.
 CREATE FUNCTION webhook_idem._guard_source_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   owner regrole;
+  name text := CASE TG_OP WHEN 'DELETE' THEN OLD.source ELSE NEW.source END;
 BEGIN
   SELECT s.handler_owner INTO owner FROM webhook_idem.sources s
-   WHERE s.source = NEW.source FOR SHARE;
+   WHERE s.source = name FOR SHARE;
   IF FOUND AND NOT pg_has_role(current_user, owner::oid, 'USAGE') THEN
-    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', NEW.source
+    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', name
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'The source''s handler runs as the role that registered it; only a role with that role''s privileges may change its secrets.',
             HINT = 'Register the source again with register_source to take it over.';
   END IF;
-  RETURN NEW;
+  RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets()
   IS 'Trigger: only a role with the privileges of a source''s owner may write its secrets';
-CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets
+CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
@@ -428,9 +430,10 @@ BEGIN
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
   DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
   DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
-  -- (Its foreign key would cascade, but Citus's reference tables have none.)
-  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
+  -- The row first: its guard says who may drop it.
   DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
+  -- (Its foreign key cascades, but Citus's reference tables have none.)
+  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
   RETURN true;
 END
 $$;

@@ -83,9 +83,12 @@ CREATE FUNCTION webhook_idem.process_pending(source text DEFAULT NULL, max_event
 COMMENT ON FUNCTION webhook_idem.process_pending(text, integer)
   IS 'Applies up to max_events due events with their source''s handler, each in its own subtransaction';
 
-CREATE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
+-- replay(): a dead or failed event (an applied one with force) queued
+-- again. replay is C (queue.cpp): it runs this as the extension's owner for
+-- a caller with the privileges of the source's owner, or a superuser.
+CREATE FUNCTION webhook_idem._replay(source text, event_id text, force boolean)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   replayed bigint;
@@ -98,24 +101,31 @@ BEGIN
      SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
          next_attempt_at = due,
          lease_until = NULL
-   WHERE e.source = replay.source AND e.event_id = replay.event_id
+   WHERE e.source = _replay.source AND e.event_id = _replay.event_id
      AND e.payload IS NOT NULL
-     AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
+     AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(_replay.force, false)))
   RETURNING e.id INTO replayed;
   IF replayed IS NOT NULL THEN
     -- Ordered sources: it is in its entity's way again (oldest first).
     UPDATE webhook_idem.event_order o SET done = false WHERE o.id = replayed AND o.done;
-    PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
+    PERFORM pg_catalog.pg_notify('webhook_idem', _replay.source);
   END IF;
   -- A dead forward of the event is sent again (src/sql/60_forward.sql).
-  IF webhook_idem._replay_forward(replay.source, replay.event_id) THEN
+  IF webhook_idem._replay_forward(_replay.source, _replay.event_id) THEN
     forwarded := true;
   END IF;
   RETURN replayed IS NOT NULL OR forwarded;
 END
 $$;
+COMMENT ON FUNCTION webhook_idem._replay(text, text, boolean)
+  IS 'replay() once the caller may: queues the event again, sends its dead forward again';
+
+CREATE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'webhook_idem_replay';
 COMMENT ON FUNCTION webhook_idem.replay(text, text, boolean)
-  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts; sends a dead forward again';
+  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts; sends a dead forward again. For a role with the privileges of the source''s owner';
 
 CREATE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
 RETURNS bigint

@@ -84,7 +84,7 @@ COMMENT ON FUNCTION webhook_idem.forward_pending(integer)
   IS 'Sends up to max_forwards due forwards through pg_net and settles those pg_net answered; returns how many it handled';
 
 -- replay() sends a dead forward again, with a fresh budget of attempts
--- (replay is SECURITY DEFINER: this runs as the extension's owner).
+-- (replay runs _replay, and so this, as the extension's owner).
 CREATE FUNCTION webhook_idem._replay_forward(source text, event_id text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -97,19 +97,20 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   owner regrole;
   sources regclass;
+  name text := CASE TG_OP WHEN 'DELETE' THEN OLD.source ELSE NEW.source END;
 BEGIN
   -- This node's copy of the reference table sources (one shard).
   SELECT webhook_idem._local_shard('webhook_idem.sources'::regclass, s.shardid) INTO sources
     FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.sources'::regclass;
   EXECUTE format('SELECT s.handler_owner FROM %s s WHERE s.source OPERATOR(pg_catalog.=) $1 FOR SHARE',
-                 sources) INTO owner USING NEW.source;
+                 sources) INTO owner USING name;
   IF owner IS NOT NULL AND NOT pg_has_role(current_user, owner::oid, 'USAGE') THEN
-    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', NEW.source
+    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', name
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'The source''s handler runs as the role that registered it; only a role with that role''s privileges may change its secrets.',
             HINT = 'Register the source again with register_source to take it over.';
   END IF;
-  RETURN NEW;
+  RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets_on_shard()
@@ -171,7 +172,7 @@ DECLARE
   suffix text := CASE WHEN on_shard THEN '_on_shard' ELSE '' END;
 BEGIN
   DROP TRIGGER guard_secrets ON webhook_idem.source_secrets;
-  EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets'
+  EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets'
                  ' FOR EACH ROW EXECUTE FUNCTION webhook_idem.%I()', '_guard_source_secrets' || suffix);
   ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
   DROP TRIGGER forget_taken_secrets ON webhook_idem.sources;

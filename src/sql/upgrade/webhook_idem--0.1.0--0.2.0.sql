@@ -51,29 +51,31 @@ GRANT EXECUTE ON FUNCTION webhook_idem._check_search_path(text) TO webhook_idem_
 -- writes these tables, no one acts as another role through them.
 ALTER TABLE webhook_idem.sources ENABLE ALWAYS TRIGGER stamp_owner;
 
--- The secrets of a source are changed only by a role with the privileges
--- of its owner (the role its handler runs as): else whoever sets them could
--- deliver bodies of their choice that run with another role's rights. A
--- role that wants the source re-registers it, and so becomes its owner.
+-- The secrets of a source are changed (or deleted: its deliveries would
+-- fail) only by a role with the privileges of its owner (the role its
+-- handler runs as): else whoever sets them could deliver bodies of their
+-- choice that run with another role's rights. A role that wants the source
+-- re-registers it, and so becomes its owner.
 CREATE FUNCTION webhook_idem._guard_source_secrets() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   owner regrole;
+  name text := CASE TG_OP WHEN 'DELETE' THEN OLD.source ELSE NEW.source END;
 BEGIN
   SELECT s.handler_owner INTO owner FROM webhook_idem.sources s
-   WHERE s.source = NEW.source FOR SHARE;
+   WHERE s.source = name FOR SHARE;
   IF FOUND AND NOT pg_has_role(current_user, owner::oid, 'USAGE') THEN
-    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', NEW.source
+    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', name
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'The source''s handler runs as the role that registered it; only a role with that role''s privileges may change its secrets.',
             HINT = 'Register the source again with register_source to take it over.';
   END IF;
-  RETURN NEW;
+  RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets()
   IS 'Trigger: only a role with the privileges of a source''s owner may write its secrets';
-CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets
+CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets
   FOR EACH ROW EXECUTE FUNCTION webhook_idem._guard_source_secrets();
 ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
 
@@ -675,7 +677,7 @@ COMMENT ON FUNCTION webhook_idem.forward_pending(integer)
   IS 'Sends up to max_forwards due forwards through pg_net and settles those pg_net answered; returns how many it handled';
 
 -- replay() sends a dead forward again, with a fresh budget of attempts
--- (replay is SECURITY DEFINER: this runs as the extension's owner).
+-- (replay runs _replay, and so this, as the extension's owner).
 CREATE FUNCTION webhook_idem._replay_forward(source text, event_id text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -809,19 +811,20 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   owner regrole;
   sources regclass;
+  name text := CASE TG_OP WHEN 'DELETE' THEN OLD.source ELSE NEW.source END;
 BEGIN
   -- This node's copy of the reference table sources (one shard).
   SELECT webhook_idem._local_shard('webhook_idem.sources'::regclass, s.shardid) INTO sources
     FROM pg_dist_shard s WHERE s.logicalrelid = 'webhook_idem.sources'::regclass;
   EXECUTE format('SELECT s.handler_owner FROM %s s WHERE s.source OPERATOR(pg_catalog.=) $1 FOR SHARE',
-                 sources) INTO owner USING NEW.source;
+                 sources) INTO owner USING name;
   IF owner IS NOT NULL AND NOT pg_has_role(current_user, owner::oid, 'USAGE') THEN
-    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', NEW.source
+    RAISE EXCEPTION 'permission denied to change the secrets of source "%"', name
       USING ERRCODE = 'insufficient_privilege',
             DETAIL = 'The source''s handler runs as the role that registered it; only a role with that role''s privileges may change its secrets.',
             HINT = 'Register the source again with register_source to take it over.';
   END IF;
-  RETURN NEW;
+  RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem._guard_source_secrets_on_shard()
@@ -883,7 +886,7 @@ DECLARE
   suffix text := CASE WHEN on_shard THEN '_on_shard' ELSE '' END;
 BEGIN
   DROP TRIGGER guard_secrets ON webhook_idem.source_secrets;
-  EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE ON webhook_idem.source_secrets'
+  EXECUTE format('CREATE TRIGGER guard_secrets BEFORE INSERT OR UPDATE OR DELETE ON webhook_idem.source_secrets'
                  ' FOR EACH ROW EXECUTE FUNCTION webhook_idem.%I()', '_guard_source_secrets' || suffix);
   ALTER TABLE webhook_idem.source_secrets ENABLE ALWAYS TRIGGER guard_secrets;
   DROP TRIGGER forget_taken_secrets ON webhook_idem.sources;
@@ -1242,18 +1245,22 @@ BEGIN
   DELETE FROM webhook_idem.events e WHERE e.source = drop_source.source;
   DELETE FROM webhook_idem.event_order o WHERE o.source = drop_source.source;
   DELETE FROM webhook_idem.entity_versions v WHERE v.source = drop_source.source;
-  -- (Its foreign key would cascade, but Citus's reference tables have none.)
-  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
+  -- The row first: its guard says who may drop it.
   DELETE FROM webhook_idem.sources s WHERE s.source = drop_source.source;
+  -- (Its foreign key cascades, but Citus's reference tables have none.)
+  DELETE FROM webhook_idem.source_secrets ss WHERE ss.source = drop_source.source;
   RETURN true;
 END
 $$;
 COMMENT ON FUNCTION webhook_idem.drop_source(text, boolean)
   IS 'Removes a source and its events; refuses while events are unfinished unless force';
 
-CREATE OR REPLACE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
+-- replay(): a dead or failed event (an applied one with force) queued
+-- again. replay is C (queue.cpp): it runs this as the extension's owner for
+-- a caller with the privileges of the source's owner, or a superuser.
+CREATE FUNCTION webhook_idem._replay(source text, event_id text, force boolean)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   replayed bigint;
@@ -1266,24 +1273,32 @@ BEGIN
      SET status = 'queued'::webhook_idem.event_status, attempts_base = e.attempts,
          next_attempt_at = due,
          lease_until = NULL
-   WHERE e.source = replay.source AND e.event_id = replay.event_id
+   WHERE e.source = _replay.source AND e.event_id = _replay.event_id
      AND e.payload IS NOT NULL
-     AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(replay.force, false)))
+     AND (e.status IN ('dead', 'failed') OR (e.status = 'applied' AND coalesce(_replay.force, false)))
   RETURNING e.id INTO replayed;
   IF replayed IS NOT NULL THEN
     -- Ordered sources: it is in its entity's way again (oldest first).
     UPDATE webhook_idem.event_order o SET done = false WHERE o.id = replayed AND o.done;
-    PERFORM pg_catalog.pg_notify('webhook_idem', replay.source);
+    PERFORM pg_catalog.pg_notify('webhook_idem', _replay.source);
   END IF;
   -- A dead forward of the event is sent again (src/sql/60_forward.sql).
-  IF webhook_idem._replay_forward(replay.source, replay.event_id) THEN
+  IF webhook_idem._replay_forward(_replay.source, _replay.event_id) THEN
     forwarded := true;
   END IF;
   RETURN replayed IS NOT NULL OR forwarded;
 END
 $$;
+COMMENT ON FUNCTION webhook_idem._replay(text, text, boolean)
+  IS 'replay() once the caller may: queues the event again, sends its dead forward again';
+REVOKE ALL ON FUNCTION webhook_idem._replay(text, text, boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION webhook_idem.replay(source text, event_id text, force boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'webhook_idem_replay';
 COMMENT ON FUNCTION webhook_idem.replay(text, text, boolean)
-  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts; sends a dead forward again';
+  IS 'Queues a dead or failed event again (an applied one only with force), with a fresh budget of attempts; sends a dead forward again. For a role with the privileges of the source''s owner';
 
 CREATE OR REPLACE FUNCTION webhook_idem.purge(older_than interval DEFAULT NULL, max_rows integer DEFAULT 10000)
 RETURNS bigint
