@@ -1008,9 +1008,17 @@ webhook_idem_replay(PG_FUNCTION_ARGS)
 	args[2] = BoolGetDatum(!PG_ARGISNULL(2) && PG_GETARG_BOOL(2));
 	who = BecomeExtensionOwner();
 	SPI_connect();
+
+	/*
+	 * The owner as the latest committed row says, kept until this
+	 * transaction ends (FOR SHARE): a takeover that commits meanwhile is
+	 * waited for and its owner checked (READ COMMITTED; under REPEATABLE
+	 * READ, 40001), and one that comes after waits for this replay and
+	 * finds its event unfinished.
+	 */
 	rc = SPI_execute_with_args("SELECT s.handler_owner::pg_catalog.oid FROM webhook_idem.sources s"
-							   " WHERE s.source OPERATOR(pg_catalog.=) $1",
-							   1, (Oid *) argtypes, args, NULL, true, 1);
+							   " WHERE s.source OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							   1, (Oid *) argtypes, args, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading the source failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 1)

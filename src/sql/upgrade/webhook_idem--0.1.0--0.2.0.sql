@@ -154,10 +154,15 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   taken boolean := pg_has_role(current_user, OLD.handler_owner::oid, 'USAGE') IS NOT TRUE;
 BEGIN
-  IF (taken OR pg_has_role(OLD.handler_owner::oid, NEW.handler_owner::oid, 'USAGE') IS NOT TRUE)
-     AND (webhook_idem._unfinished_here(NEW.source, 'taken over')
-          OR EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source)) THEN
-    PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+  IF taken OR pg_has_role(OLD.handler_owner::oid, NEW.handler_owner::oid, 'USAGE') IS NOT TRUE THEN
+    IF webhook_idem._unfinished_here(NEW.source, 'taken over') THEN
+      PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+    END IF;
+    -- (A statement of its own: its snapshot is taken after the wait, and
+    -- sees the forwards of the deliveries waited for.)
+    IF EXISTS (SELECT FROM webhook_idem.forwards f WHERE f.source = NEW.source) THEN
+      PERFORM webhook_idem._refuse_take_over(NEW.source, OLD.handler_owner);
+    END IF;
   END IF;
   IF taken THEN
     UPDATE webhook_idem.source_secrets AS ss SET secrets = '{}', forward_secret = NULL
