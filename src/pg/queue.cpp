@@ -982,15 +982,47 @@ webhook_idem_extend(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(done);
 }
 
+/* The handler_owner of the source called name as snapshot sees it, in
+ * *owner; false if there is none. Needs SPI. */
+static bool
+SourceOwnerAt(Datum name, Snapshot snapshot, Oid *owner)
+{
+	static SPIPlanPtr plan = NULL;
+	static const Oid argtypes[1] = {TEXTOID};
+	bool		isnull = true;
+	int			rc;
+
+	plan = KeepPlan(&plan, "SELECT s.handler_owner::pg_catalog.oid FROM webhook_idem.sources s"
+					" WHERE s.source OPERATOR(pg_catalog.=) $1", 1, argtypes);
+	rc = SPI_execute_snapshot(plan, &name, NULL, snapshot, InvalidSnapshot, true, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the source failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+		*owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+												&isnull));
+	return SPI_processed == 1 && !isnull;
+}
+
 /*
  * webhook_idem.replay(source text, event_id text, force boolean) RETURNS
  * boolean: webhook_idem._replay (40_async.sql) run as the extension's
  * owner, for a caller with the privileges of the source's handler_owner,
  * or a superuser (42501 otherwise), as drop_source and the takeover rule
  * require: a replay makes the owner's handler run the event again, which
- * no other admin may make it do (its effects applied twice; after a
- * takeover, an event accepted under one owner run by another's handler).
- * A source that is not registered has nothing to replay: false.
+ * no other admin may make it do (its effects applied twice), nor an admin
+ * that held the source before its owner took it back (an event it signed
+ * then, run by the owner's handler). A source that is not registered has
+ * nothing to replay: false.
+ *
+ * The owner is the one a takeover in flight leaves: the source's lock is
+ * taken shared first, as a delivery takes it, so a takeover or drop of
+ * the source in flight (which holds it exclusively) is waited for, and one
+ * that comes after waits for this replay and finds its event unfinished.
+ * Then the owner is read as last committed; under REPEATABLE READ and
+ * SERIALIZABLE, an owner changed since the snapshot is 40001. (No row lock:
+ * a takeover locks the row before the source's lock, a delivery takes the
+ * source's lock first, and a replay inside a delivery must not wait on the
+ * row a takeover holds while it waits for that delivery.)
  */
 extern "C" Datum
 webhook_idem_replay(PG_FUNCTION_ARGS)
@@ -999,7 +1031,7 @@ webhook_idem_replay(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	bool		done = false;
 	CallerIdentity who;
-	int			rc;
+	Oid			owner = InvalidOid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_BOOL(false);
@@ -1008,28 +1040,23 @@ webhook_idem_replay(PG_FUNCTION_ARGS)
 	args[2] = BoolGetDatum(!PG_ARGISNULL(2) && PG_GETARG_BOOL(2));
 	who = BecomeExtensionOwner();
 	SPI_connect();
-
-	/*
-	 * The owner as the latest committed row says, kept until this
-	 * transaction ends (FOR SHARE): a takeover that commits meanwhile is
-	 * waited for and its owner checked (READ COMMITTED; under REPEATABLE
-	 * READ, 40001), and one that comes after waits for this replay and
-	 * finds its event unfinished.
-	 */
-	rc = SPI_execute_with_args("SELECT s.handler_owner::pg_catalog.oid FROM webhook_idem.sources s"
-							   " WHERE s.source OPERATOR(pg_catalog.=) $1 FOR SHARE",
-							   1, (Oid *) argtypes, args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading the source failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 1)
+	LockSourceDeliveries(TextDatumGetCString(args[0]), ShareLock);
+	if (SourceOwnerAt(args[0], GetLatestSnapshot(), &owner))
 	{
+		Oid			then = InvalidOid;
 		bool		isnull;
-		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, &isnull));
+		int			rc;
 
-		if (isnull || !has_privs_of_role(who.role, owner))
+		if (IsolationUsesXactSnapshot() &&
+			(!SourceOwnerAt(args[0], GetTransactionSnapshot(), &then) || then != owner))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update"),
+					 errdetail("Source \"%s\" changed hands since this transaction's snapshot.",
+							   TextDatumGetCString(args[0]))));
+		if (!has_privs_of_role(who.role, owner))
 		{
-			const char *name = isnull ? NULL : GetUserNameFromId(owner, true);
+			const char *name = GetUserNameFromId(owner, true);
 
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -1037,7 +1064,7 @@ webhook_idem_replay(PG_FUNCTION_ARGS)
 							TextDatumGetCString(args[0])),
 					 errdetail("Its handler runs as role %s: only a role with that role's privileges,"
 							   " or a superuser, makes it run an event again.",
-							   name ? name : "(none)")));
+							   name ? name : psprintf("%u (dropped)", owner))));
 		}
 		rc = SPI_execute_with_args("SELECT webhook_idem._replay($1, $2, $3)",
 								   3, (Oid *) argtypes, args, NULL, false, 1);

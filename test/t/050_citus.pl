@@ -229,6 +229,35 @@ is( $w2->safe_psql('postgres',
 		"SELECT handler_owner::text FROM webhook_idem.sources WHERE source = 'flight_src'"),
 	'postgres', 'the source keeps its owner');
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('flight_src', force => true)");
+# Nor is a source dropped from under such a delivery: the drop waits for
+# it, and its event is not left behind without a source.
+$coord->safe_psql('postgres',
+	"SELECT FROM webhook_idem.register_source(source => 'flight_src', scheme => 'none', mode => 'async')");
+{
+	my $flight = $w1->background_psql('postgres');
+	$flight->query_safe('BEGIN');
+	is($flight->query_safe(deliver_sql('flight_src', $flight_id)),
+		'queued', 'a delivery through worker1 is queued, not committed');
+	my $drop = $coord->background_psql('postgres', on_error_stop => 0);
+	$drop->query_until(qr/dropping/, "\\echo dropping\n"
+		  . "SELECT webhook_idem.drop_source('flight_src', force => true);\n");
+	ok( $w1->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'})
+		  || $w2->poll_query_until('postgres', q{
+SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'}),
+		'the drop waits for the delivery in flight');
+	$flight->query_safe('COMMIT');
+	$drop->query('SELECT 1');
+	$drop->quit;
+	$flight->quit;
+}
+# (Refused once the event is seen, or one of the two ended by Citus's
+# distributed deadlock detection: never the event without its source.)
+like( $coord->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM webhook_idem.sources WHERE source = 'flight_src')"
+		  . " || ' ' || (SELECT count(*) FROM webhook_idem.events WHERE source = 'flight_src')"),
+	qr/^(1 1|0 0)$/, 'no event is left without its source');
+$coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('flight_src', force => true)");
 # (An admin's own registration writes its secrets through the shard form
 # of the secrets' guard.)
 is( $w1->safe_psql('postgres', "SELECT secrets::text FROM webhook_idem.source_secrets WHERE source = 'own_src'"),
