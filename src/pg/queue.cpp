@@ -689,13 +689,6 @@ ClaimAsInDatabaseWorker(bool on)
 	claim_as_in_database_worker = on;
 }
 
-/*
- * The in-database workers' walk leaves out the queues of workers of your
- * own (AppliedInDatabase) before it locks any of their rows: a row locked
- * only to be passed over was skipped meanwhile (SKIP LOCKED) by those
- * workers' own claim_next, which found nothing due, and cost every idle
- * in-database worker a durable commit a second while it was due.
- */
 /* Whether the source called name is such a queue (SkipQueuesOfYourOwn). */
 static bool
 IsQueueOfYourOwn(const char *name)
@@ -705,6 +698,13 @@ IsQueueOfYourOwn(const char *name)
 	return src != NULL && !AppliedInDatabase(src);
 }
 
+/*
+ * The in-database workers' walk leaves out the queues of workers of your
+ * own (AppliedInDatabase) before it locks any of their rows: a row locked
+ * only to be passed over was skipped meanwhile (SKIP LOCKED) by those
+ * workers' own claim_next, which found nothing due, and cost every idle
+ * in-database worker a durable commit a second while it was due.
+ */
 static void
 SkipQueuesOfYourOwn(DueScan *scan)
 {

@@ -1427,9 +1427,10 @@ SourceCacheTrusted(void)
 
 /*
  * webhook_idem._hold_deliveries(source text, change text) RETURNS void:
- * waits for the deliveries of source in flight (apply_event holds the
- * source's lock, LockSourceDeliveries, from before it looks the source up
- * to its commit) and keeps new ones from looking it up until this
+ * waits for the deliveries and replays of source in flight (apply_event
+ * and replay hold the source's lock, LockSourceDeliveries, from before
+ * they look the source up to their commit) and keeps new ones from
+ * looking it up until this
  * transaction ends. A takeover and drop_source take it before they look
  * for the source's unfinished events, so that they find every event
  * accepted under its old settings, and every delivery after them is

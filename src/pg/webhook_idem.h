@@ -312,7 +312,8 @@ bool		LockEntity(const char *source, const char *entity, bool wait);
 
 /* Takes the transaction-scoped lock on a source's deliveries (objsubid
  * 22347, keyed by the source's name, whether or not it is registered):
- * ShareLock by apply_event before it looks the source up, ExclusiveLock by
+ * ShareLock by apply_event and replay before they look the source up,
+ * ExclusiveLock by
  * _hold_deliveries, which a takeover and drop_source take before they look
  * for the source's unfinished events. So they wait for the deliveries of
  * that source in flight, and those that start meanwhile are admitted

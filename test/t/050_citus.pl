@@ -195,68 +195,56 @@ like($err, qr/source "busy_src" cannot be taken over while it has unfinished eve
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('busy_src', force => true)");
 # Nor while a delivery is in flight through another node, its event going
 # to a shard on a third (docs/security.md): the takeover waits for it,
-# counts its event and refuses.
-$coord->safe_psql('postgres',
-	"SELECT FROM webhook_idem.register_source(source => 'flight_src', scheme => 'none', mode => 'async')");
+# counts its event and refuses; and a drop waits for it too, and leaves no
+# event behind without its source.
 my $flight_id;
 for my $i (1 .. 200)
 {
 	if (shard_port("flight-$i") == $w2->port) { $flight_id = "flight-$i"; last; }
 }
+
+# Registers flight_src, opens a delivery of it through worker1 and leaves
+# it uncommitted; runs $sql on the coordinator ($what names it); checks
+# that it waits for a lock on a worker; commits the delivery; returns what
+# $sql wrote to stderr.
+sub change_during_delivery
 {
+	my ($sql, $what) = @_;
+	$coord->safe_psql('postgres',
+		"SELECT FROM webhook_idem.register_source(source => 'flight_src', scheme => 'none', mode => 'async')");
 	my $flight = $w1->background_psql('postgres');
 	$flight->query_safe('BEGIN');
 	is($flight->query_safe(deliver_sql('flight_src', $flight_id)),
-		'queued', 'a delivery through worker1 is queued, not committed');
-	my $take = $coord->background_psql('postgres', on_error_stop => 0);
-	$take->query_until(qr/taking/, "\\echo taking\nSET ROLE taker;\n"
-		  . "UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'flight_src';\n");
-	ok( $w1->poll_query_until('postgres', q{
-SELECT count(*) > 0 FROM pg_stat_activity
- WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE webhook_idem.sources%'})
-		  || $w2->poll_query_until('postgres', q{
-SELECT count(*) > 0 FROM pg_stat_activity
- WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE webhook_idem.sources%'}),
-		'the takeover waits for the delivery in flight');
+		'queued', "$what: a delivery through worker1 is queued, not committed");
+	my $change = $coord->background_psql('postgres', on_error_stop => 0);
+	$change->query_until(qr/changing/, "\\echo changing\n$sql\n");
+	my $waiting = q{SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'};
+	ok( $w1->poll_query_until('postgres', $waiting) || $w2->poll_query_until('postgres', $waiting),
+		"$what: waits for the delivery in flight");
 	$flight->query_safe('COMMIT');
-	$take->query('SELECT 1');
-	like($take->{stderr}, qr/source "flight_src" cannot be taken over while it has unfinished events/,
-		'then counts its event and refuses');
-	$take->quit;
+	$change->query('SELECT 1');
+	my $stderr = $change->{stderr};
+	$change->quit;
 	$flight->quit;
+	return $stderr;
 }
+
+like( change_during_delivery(
+		"SET ROLE taker; UPDATE webhook_idem.sources SET max_attempts = 2 WHERE source = 'flight_src';",
+		'a takeover'),
+	qr/source "flight_src" cannot be taken over while it has unfinished events/,
+	'a takeover: then counts its event and refuses');
 is( $w2->safe_psql('postgres',
 		"SELECT handler_owner::text FROM webhook_idem.sources WHERE source = 'flight_src'"),
 	'postgres', 'the source keeps its owner');
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('flight_src', force => true)");
-# Nor is a source dropped from under such a delivery: the drop waits for
-# it, and its event is not left behind without a source.
-$coord->safe_psql('postgres',
-	"SELECT FROM webhook_idem.register_source(source => 'flight_src', scheme => 'none', mode => 'async')");
-{
-	my $flight = $w1->background_psql('postgres');
-	$flight->query_safe('BEGIN');
-	is($flight->query_safe(deliver_sql('flight_src', $flight_id)),
-		'queued', 'a delivery through worker1 is queued, not committed');
-	my $drop = $coord->background_psql('postgres', on_error_stop => 0);
-	$drop->query_until(qr/dropping/, "\\echo dropping\n"
-		  . "SELECT webhook_idem.drop_source('flight_src', force => true);\n");
-	ok( $w1->poll_query_until('postgres', q{
-SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'})
-		  || $w2->poll_query_until('postgres', q{
-SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'}),
-		'the drop waits for the delivery in flight');
-	$flight->query_safe('COMMIT');
-	$drop->query('SELECT 1');
-	$drop->quit;
-	$flight->quit;
-}
+change_during_delivery("SELECT webhook_idem.drop_source('flight_src', force => true);", 'a drop');
 # (Refused once the event is seen, or one of the two ended by Citus's
 # distributed deadlock detection: never the event without its source.)
 like( $coord->safe_psql('postgres',
 		"SELECT (SELECT count(*) FROM webhook_idem.sources WHERE source = 'flight_src')"
 		  . " || ' ' || (SELECT count(*) FROM webhook_idem.events WHERE source = 'flight_src')"),
-	qr/^(1 1|0 0)$/, 'no event is left without its source');
+	qr/^(1 1|0 0)$/, 'a drop: no event is left without its source');
 $coord->safe_psql('postgres', "SELECT webhook_idem.drop_source('flight_src', force => true)");
 # (An admin's own registration writes its secrets through the shard form
 # of the secrets' guard.)
