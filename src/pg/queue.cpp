@@ -1052,7 +1052,7 @@ webhook_idem_replay(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not serialize access due to concurrent update"),
-					 errdetail("Source \"%s\" changed hands since this transaction's snapshot.",
+					 errdetail("Source \"%s\" was registered again since this transaction's snapshot.",
 							   TextDatumGetCString(args[0]))));
 		if (!has_privs_of_role(who.role, owner))
 		{

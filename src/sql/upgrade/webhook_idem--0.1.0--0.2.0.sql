@@ -104,6 +104,12 @@ DECLARE
   shard regclass;
   found boolean;
 BEGIN
+  -- Logical replication's apply (session_replication_role = replica, which
+  -- only a superuser sets) applies what the publisher decided under these
+  -- rules: refused here, it would stop the subscription for good.
+  IF current_setting('session_replication_role') = 'replica' THEN
+    RETURN false;
+  END IF;
   PERFORM webhook_idem._hold_deliveries(source, change);
   IF NOT webhook_idem._events_distributed() THEN
     RETURN EXISTS (SELECT FROM webhook_idem.events e
